@@ -1,0 +1,242 @@
+#include "amf/flex.hpp"
+
+#include <random>
+
+namespace amf::flex {
+
+namespace {
+
+const value* member_of(const object_node& o, std::string_view name) {
+  return o.find(name);
+}
+
+std::string_view text_of(const value* v) {
+  return v && v->kind() == type::string ? v->as_string() : std::string_view{};
+}
+double number_of(const value* v) {
+  return v && v->is_numeric() ? v->to_double() : 0;
+}
+value value_of(const value* v) {
+  return v ? *v : value::null();
+}
+
+// A small-form id: a 16-byte ByteArray becomes UUID text.
+std::string_view id_from_bytes(const value* v, document& doc) {
+  if (!v || !v->as_bytes() || v->as_bytes()->bytes.size() != 16) return {};
+  return doc.copy(uuid_text(v->as_bytes()->bytes));
+}
+
+std::optional<kind> kind_of(std::string_view alias) {
+  if (alias == remoting_alias) return kind::remoting;
+  if (alias == command_alias || alias == "DSC") return kind::command;
+  if (alias == acknowledge_alias || alias == "DSK") return kind::acknowledge;
+  if (alias == error_alias) return kind::error;
+  if (alias == async_alias || alias == "DSA") return kind::async;
+  return std::nullopt;
+}
+
+}  // namespace
+
+value message::header(std::string_view name) const {
+  if (auto* o = headers.as_object()) {
+    if (const value* v = o->find(name)) return *v;
+  }
+  return value::undefined();
+}
+
+std::optional<message> read(const value& v, document& doc) {
+  const object_node* o = v.as_object();
+  const external_node* e = v.as_external();
+  if (e && e->layout == external_node::form::small_message) o = e->payload.as_object();
+  if (!o) return std::nullopt;
+  auto k = kind_of(e ? e->cls->alias : o->cls->alias);
+  if (!k) return std::nullopt;
+  message m;
+  m.kind = *k;
+  m.body = value_of(member_of(*o, "body"));
+  m.client_id = value_of(member_of(*o, "clientId"));
+  m.destination = text_of(member_of(*o, "destination"));
+  m.headers = value_of(member_of(*o, "headers"));
+  m.message_id = text_of(member_of(*o, "messageId"));
+  m.timestamp = number_of(member_of(*o, "timestamp"));
+  m.time_to_live = number_of(member_of(*o, "timeToLive"));
+  m.correlation_id = text_of(member_of(*o, "correlationId"));
+  if (e) {
+    if (auto id = id_from_bytes(member_of(*o, "clientIdBytes"), doc); !id.empty()) {
+      m.client_id = value::string(id);
+    }
+    if (auto id = id_from_bytes(member_of(*o, "messageIdBytes"), doc); !id.empty()) {
+      m.message_id = id;
+    }
+    if (auto id = id_from_bytes(member_of(*o, "correlationIdBytes"), doc); !id.empty()) {
+      m.correlation_id = id;
+    }
+  }
+  switch (m.kind) {
+    case kind::remoting:
+      m.method = text_of(member_of(*o, "operation"));
+      m.source = value_of(member_of(*o, "source"));
+      break;
+    case kind::command:
+      if (const value* op = member_of(*o, "operation"); op && op->is_numeric()) {
+        m.command = static_cast<std::int32_t>(op->to_double());
+      }
+      break;
+    case kind::error:
+      m.fault_code = text_of(member_of(*o, "faultCode"));
+      m.fault_string = text_of(member_of(*o, "faultString"));
+      m.fault_detail = text_of(member_of(*o, "faultDetail"));
+      m.root_cause = value_of(member_of(*o, "rootCause"));
+      m.extended_data = value_of(member_of(*o, "extendedData"));
+      break;
+    default:
+      break;
+  }
+  return m;
+}
+
+namespace {
+value text_or_null(document& doc, std::string_view s, bool null_if_empty) {
+  return s.empty() && null_if_empty ? value::null() : doc.string(s);
+}
+}  // namespace
+
+value make(document& doc, const message& m) {
+  // Members in the alphabetical order BlazeDS's bean proxy writes them in.
+  struct field {
+    std::string_view name;
+    value v;
+  };
+  std::vector<field> f;
+  f.push_back({"body", m.body});
+  f.push_back({"clientId", m.client_id});
+  if (m.kind != kind::remoting) {
+    f.push_back({"correlationId", text_or_null(doc, m.correlation_id, false)});
+  }
+  f.push_back({"destination", text_or_null(doc, m.destination, m.kind != kind::remoting)});
+  if (m.kind == kind::error) {
+    f.push_back({"extendedData", m.extended_data});
+    f.push_back({"faultCode", doc.string(m.fault_code)});
+    f.push_back({"faultDetail", text_or_null(doc, m.fault_detail, true)});
+    f.push_back({"faultString", doc.string(m.fault_string)});
+  }
+  f.push_back({"headers", m.headers.is_null() ? value::of(doc.object()) : m.headers});
+  f.push_back({"messageId", doc.string(m.message_id)});
+  if (m.kind == kind::command) f.push_back({"operation", value::integer(m.command)});
+  if (m.kind == kind::remoting) f.push_back({"operation", doc.string(m.method)});
+  if (m.kind == kind::error) f.push_back({"rootCause", m.root_cause});
+  if (m.kind == kind::remoting) f.push_back({"source", m.source});
+  f.push_back({"timeToLive", value::number(m.time_to_live)});
+  f.push_back({"timestamp", value::number(m.timestamp)});
+
+  std::string_view alias = m.kind == kind::remoting      ? remoting_alias
+                           : m.kind == kind::command     ? command_alias
+                           : m.kind == kind::acknowledge ? acknowledge_alias
+                           : m.kind == kind::error       ? error_alias
+                                                         : async_alias;
+  auto* t = doc.create<traits>(doc.resource());
+  t->alias = alias;
+  auto* o = doc.create<object_node>(t, doc.resource());
+  for (const auto& x : f) {
+    t->sealed.push_back(x.name);
+    o->sealed.push_back(x.v);
+  }
+  return value::of(o);
+}
+
+value make_small(document& doc, const message& m) {
+  if (m.kind == kind::error || m.kind == kind::remoting) return make(doc, m);
+  std::string_view alias = m.kind == kind::acknowledge ? "DSK"
+                           : m.kind == kind::async     ? "DSA"
+                                                       : "DSC";
+  auto* t = doc.create<traits>(doc.resource());
+  t->alias = alias;
+  t->externalizable = true;
+  auto* e = doc.external(t);
+  e->layout = external_node::form::small_message;
+  object_node* f = doc.object();
+  e->payload = value::of(f);
+  auto add = [&](std::string_view name, value v) {
+    if (!v.is_null() && !v.is_undefined()) f->dynamic.push_back({name, v});
+  };
+  // An id that is a valid UUID goes as 16 bytes, anything else as a string.
+  auto id = [&](std::string_view text, std::string_view as_text, std::string_view as_bytes) {
+    if (text.empty()) return;
+    if (auto b = uuid_bytes(text)) {
+      add(as_bytes, value::of(doc.bytes(std::as_bytes(std::span(b->data(), b->size())))));
+    } else {
+      add(as_text, doc.string(text));
+    }
+  };
+  add("body", m.body);
+  if (m.client_id.kind() == type::string) id(m.client_id.as_string(), "clientId", "clientIdBytes");
+  if (!m.destination.empty()) add("destination", doc.string(m.destination));
+  add("headers", m.headers);
+  id(m.message_id, "messageId", "messageIdBytes");
+  if (m.timestamp != 0) add("timestamp", value::number(m.timestamp));
+  if (m.time_to_live != 0) add("timeToLive", value::number(m.time_to_live));
+  id(m.correlation_id, "correlationId", "correlationIdBytes");
+  if (m.kind == kind::command) add("operation", value::integer(m.command));
+  return value::of(e);
+}
+
+std::string new_uuid() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::byte b[16];
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t r = rng();
+    for (int j = 0; j < 8; ++j) b[i * 8 + j] = static_cast<std::byte>(r >> (8 * j));
+  }
+  b[6] = (b[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
+  b[8] = (b[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 4122 variant
+  return uuid_text(b);
+}
+
+std::string uuid_text(std::span<const std::byte> bytes) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string s;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    auto c = std::to_integer<unsigned>(bytes[i]);
+    s += hex[c >> 4];
+    s += hex[c & 15];
+  }
+  return s;
+}
+
+std::optional<std::string> uuid_bytes(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  std::string out;
+  int hi = -1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return std::nullopt;
+      continue;
+    }
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return std::nullopt;
+    if (hi < 0) {
+      hi = d;
+    } else {
+      out += static_cast<char>(hi * 16 + d);
+      hi = -1;
+    }
+  }
+  return out;
+}
+
+void set_header(document& doc, message& m, std::string_view name, value v) {
+  object_node* h = m.headers.as_object();
+  if (!h) {
+    h = doc.object();
+    m.headers = value::of(h);
+  }
+  if (value* existing = h->find(name)) {
+    *existing = v;
+  } else {
+    h->dynamic.push_back({doc.copy(name), v});
+  }
+}
+
+}  // namespace amf::flex

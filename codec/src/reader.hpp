@@ -1,0 +1,111 @@
+// Internal: the AMF0/AMF3 reader behind `decoder`, `decode_packet` and `external_reader`.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "amf/decode.hpp"
+
+namespace amf::detail {
+
+class reader {
+ public:
+  reader(std::span<const std::byte> in, document& doc, const decode_options& opt);
+
+  bool amf0(value& out, bool arguments = false);
+  bool amf3(value& out);
+  void reset_tables();
+
+  // Raw big-endian fields.
+  bool u8(std::uint8_t& v) {
+    if (p_ == end_) return fail(errc::truncated);
+    v = static_cast<std::uint8_t>(*p_++);
+    return true;
+  }
+  bool u16(std::uint16_t& v) {
+    if (end_ - p_ < 2) return fail(errc::truncated);
+    v = static_cast<std::uint16_t>((std::to_integer<unsigned>(p_[0]) << 8) |
+                                   std::to_integer<unsigned>(p_[1]));
+    p_ += 2;
+    return true;
+  }
+  bool u32(std::uint32_t& v) {
+    if (end_ - p_ < 4) return fail(errc::truncated);
+    v = load32(p_);
+    p_ += 4;
+    return true;
+  }
+  bool f64(double& d) {
+    if (end_ - p_ < 8) return fail(errc::truncated);
+    std::uint64_t u = (std::uint64_t{load32(p_)} << 32) | load32(p_ + 4);
+    d = std::bit_cast<double>(u);
+    p_ += 8;
+    return true;
+  }
+  /// `n` bytes as a view (or a copy, per the options).
+  bool take(std::size_t n, std::span<const std::byte>& out);
+  bool take_text(std::size_t n, std::string_view& out);
+  /// AMF0 UTF-8 string with a u16 length.
+  bool utf8_u16(std::string_view& s) {
+    std::uint16_t n;
+    return u16(n) && take_text(n, s);
+  }
+
+  bool fail(errc e) { return fail(e, p_); }
+  bool fail_at(errc e, std::size_t offset) { return fail(e, begin_ + offset); }
+  bool fail(errc e, const std::byte* at) {
+    if (!err_) err_ = {make_error_code(e), static_cast<std::size_t>(at - begin_)};
+    return false;
+  }
+
+  std::size_t remaining() const noexcept { return static_cast<std::size_t>(end_ - p_); }
+  std::size_t offset() const noexcept { return static_cast<std::size_t>(p_ - begin_); }
+  const decode_error& error() const noexcept { return err_; }
+  void clear_error() { err_ = {}; }
+  document& doc() noexcept { return doc_; }
+
+  std::vector<node*> amf0_objects;
+  std::vector<node*> amf3_objects;
+
+ private:
+  static std::uint32_t load32(const std::byte* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
+  }
+  bool u29(std::uint32_t& v);
+  bool string3(std::string_view& s);
+  bool count(std::uint32_t n, std::size_t min_bytes_each);
+  bool add_object(std::vector<node*>& table, node* n);
+  bool element();
+  template <class Node>
+  bool reference(std::uint32_t index, type expected, const std::byte* tok, value& out);
+
+  bool amf0_members(std::pmr::vector<member>& out);
+  bool amf3_object(const std::byte* tok, value& out);
+  bool amf3_array(const std::byte* tok, value& out);
+  bool amf3_vector(type kind, const std::byte* tok, value& out);
+  bool amf3_dictionary(const std::byte* tok, value& out);
+  bool amf3_external(const traits* t, const std::byte* tok, value& out);
+
+  const std::byte* begin_;
+  const std::byte* p_;
+  const std::byte* end_;
+  document& doc_;
+  decode_options opt_;
+  const class_registry* classes_;
+  decode_error err_;
+  std::size_t depth_ = 0;
+  std::size_t elements_ = 0;
+  std::vector<std::string_view> strings_;
+  std::vector<const traits*> traits_;
+  std::vector<member> scratch_;         // dynamic members under construction, used as a stack
+  const traits* last_typed_ = nullptr;  // AMF0 typed objects of one class share traits
+
+  friend class depth_guard;
+};
+
+}  // namespace amf::detail
