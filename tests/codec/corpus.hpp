@@ -51,8 +51,7 @@ inline bool same_rendering(const json::ordered_json& a, const json::ordered_json
 inline const class_registry& corpus_classes() {
   static const class_registry r = [] {
     class_registry c = class_registry::builtin();
-    c.add("ExternalizableTest",
-          ops_codec({{external_op::double_, 0, ""}, {external_op::double_, 0, ""}}));
+    c.add("ExternalizableTest", ops_codec({external_op::double_, external_op::double_}));
     return c;
   }();
   return r;
@@ -61,5 +60,34 @@ inline const class_registry& corpus_classes() {
 inline std::span<const std::byte> bytes(const std::string& s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
+
+}  // namespace amf::test
+
+namespace amf::test {
+
+/// "0a 0b 01" -> bytes (spaces allowed).
+inline std::string hex(std::string_view h) {
+  std::string digits;
+  for (char c : h) {
+    if (c != ' ') digits += c;
+  }
+  return json::from_hex(digits);
+}
+
+/// Counts what a document's arena takes from upstream.
+class counting_resource : public std::pmr::memory_resource {
+ public:
+  std::size_t total = 0;
+
+ private:
+  void* do_allocate(std::size_t n, std::size_t a) override {
+    total += n;
+    return std::pmr::new_delete_resource()->allocate(n, a);
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t a) override {
+    std::pmr::new_delete_resource()->deallocate(p, n, a);
+  }
+  bool do_is_equal(const memory_resource& o) const noexcept override { return this == &o; }
+};
 
 }  // namespace amf::test

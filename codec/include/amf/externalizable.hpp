@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "amf/error.hpp"
@@ -62,6 +63,8 @@ std::shared_ptr<const class_codec> small_message_codec(char third);
 
 /// One step of a fixed IDataInput layout.
 struct op_spec {
+  op_spec(external_op::kind_t k, std::uint32_t n = 0, std::string cs = {})
+      : kind(k), length(n), charset(std::move(cs)) {}
   external_op::kind_t kind;
   std::uint32_t length = 0;  ///< bytes, for utf_bytes and multi_byte
   std::string charset;       ///< for multi_byte: "utf-8", "iso-8859-1" (or "latin1"), "us-ascii"

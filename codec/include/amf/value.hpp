@@ -289,7 +289,10 @@ struct external_node : node {
 /// Not copyable or movable: values point into it.
 class document {
  public:
-  explicit document(std::size_t initial_bytes = 4096) : arena_(initial_bytes) {}
+  /// `upstream` supplies the arena's blocks (to count or bound what a document takes).
+  explicit document(std::size_t initial_bytes = 4096,
+                    std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
+      : arena_(initial_bytes, upstream) {}
   document(const document&) = delete;
   document& operator=(const document&) = delete;
 

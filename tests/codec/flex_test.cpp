@@ -1,0 +1,114 @@
+#include "amf/flex.hpp"
+
+#include <gtest/gtest.h>
+
+#include "amf/decode.hpp"
+#include "amf/encode.hpp"
+#include "amf/packet.hpp"
+#include "corpus.hpp"
+
+namespace amf::test {
+namespace {
+
+value first_message(const std::string& file, document& doc, std::string& keep) {
+  keep = read_file(shared_dir() + "/corpus/" + file);
+  packet p = decode_packet(bytes(keep), doc);
+  value v = p.bodies.at(0).val;
+  if (auto* a = v.as_array()) v = a->dense.at(0);
+  return v;
+}
+
+TEST(Flex, ReadsAFlashPingCommand) {
+  document doc;
+  std::string keep;
+  auto m = flex::read(first_message("rocketamf/request/commandMessage.bin", doc, keep), doc);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->kind, flex::kind::command);
+  EXPECT_EQ(m->command, static_cast<int>(flex::operation::client_ping));
+  EXPECT_EQ(m->message_id, "7B0ACE15-8D57-6AE5-B9D4-99C2D32C8246");
+  EXPECT_TRUE(m->client_id.is_null());
+  EXPECT_EQ(m->header("DSId").as_string(), "nil");
+  EXPECT_EQ(m->header("DSMessagingVersion").as_int(), 1);
+}
+
+TEST(Flex, ReadsARemotingMessage) {
+  document doc;
+  std::string keep;
+  auto m = flex::read(first_message("rocketamf/request/remotingMessage.bin", doc, keep), doc);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->kind, flex::kind::remoting);
+  EXPECT_FALSE(m->method.empty());
+  EXPECT_FALSE(m->destination.empty());
+}
+
+TEST(Flex, ReadsBlazeDSSmallAcknowledge) {
+  document doc;
+  std::string keep;
+  auto m = flex::read(first_message("rocketamf/request/blaze-response.bin", doc, keep), doc);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->kind, flex::kind::acknowledge);
+  EXPECT_EQ(m->client_id.as_string(), "8814A067-FE0D-3A9C-A274-4AAED9BD7B0B");
+  EXPECT_EQ(m->timestamp, 1306275431838.0);
+}
+
+TEST(Flex, BuildsFullAndSmallAcknowledgements) {
+  document doc;
+  flex::message ack;
+  ack.kind = flex::kind::acknowledge;
+  ack.body = doc.string("ok");
+  ack.correlation_id = "7B0ACE15-8D57-6AE5-B9D4-99C2D32C8246";
+  const std::string id = flex::new_uuid();
+  ack.message_id = id;
+  ack.client_id = doc.string(id);
+  ack.timestamp = 1700000000000.0;
+  flex::set_header(doc, ack, "DSMessagingVersion", value::number(1.0));
+
+  for (bool small : {false, true}) {
+    value v = small ? flex::make_small(doc, ack) : flex::make(doc, ack);
+    std::string out;
+    encode_amf3(v, out);
+    document doc2;
+    value back = decode_amf3(bytes(out), doc2);
+    auto m = flex::read(back, doc2);
+    ASSERT_TRUE(m) << small;
+    EXPECT_EQ(m->kind, flex::kind::acknowledge);
+    EXPECT_EQ(m->correlation_id, ack.correlation_id);
+    EXPECT_EQ(m->message_id, id);
+    EXPECT_EQ(m->client_id.as_string(), id);
+    EXPECT_EQ(m->body.as_string(), "ok");
+    EXPECT_EQ(m->timestamp, 1700000000000.0);
+    EXPECT_EQ(m->header("DSMessagingVersion").as_double(), 1.0);
+    EXPECT_EQ(back.as_external() != nullptr, small);
+  }
+}
+
+TEST(Flex, ErrorMessagesCarryEveryMember) {
+  document doc;
+  flex::message err;
+  err.kind = flex::kind::error;
+  err.fault_code = "Server.Processing";
+  err.fault_string = "boom";
+  value v = flex::make_small(doc, err);  // no small form: full
+  auto* o = v.as_object();
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->cls->alias, flex::error_alias);
+  for (auto name : {"body", "clientId", "correlationId", "destination", "extendedData", "faultCode",
+                    "faultDetail", "faultString", "headers", "messageId", "rootCause", "timeToLive",
+                    "timestamp"}) {
+    EXPECT_NE(o->find(name), nullptr) << name;
+  }
+}
+
+TEST(Flex, Uuids) {
+  const std::string u = flex::new_uuid();
+  ASSERT_EQ(u.size(), 36u);
+  for (char c : u) EXPECT_TRUE(c == '-' || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'));
+  auto b = flex::uuid_bytes(u);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(flex::uuid_text(std::as_bytes(std::span(b->data(), b->size()))), u);
+  EXPECT_FALSE(flex::uuid_bytes("8814a067-fe0d-3a9c-a274-4aaed9bd7b0b"));  // lowercase
+  EXPECT_FALSE(flex::uuid_bytes("nil"));
+}
+
+}  // namespace
+}  // namespace amf::test
