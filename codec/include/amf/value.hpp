@@ -285,13 +285,37 @@ struct external_node : node {
   std::pmr::vector<std::uint8_t> flags[3];
 };
 
+/// Keeps the blocks that arenas give back and hands them to the next arena, so that a
+/// server decoding one document per request does not fault fresh pages in every time.
+/// Thread-safe; blocks are rounded up to powers of two; at most `max_cached_bytes` are kept.
+class block_pool : public std::pmr::memory_resource {
+ public:
+  explicit block_pool(std::size_t max_cached_bytes = std::size_t{64} << 20);
+  ~block_pool() override;
+  block_pool(const block_pool&) = delete;
+  block_pool& operator=(const block_pool&) = delete;
+
+  /// The process-wide pool that documents use unless given another upstream.
+  static block_pool& shared();
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override;
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+
+  struct state;
+  state* state_;
+};
+
 /// Owns the arena that the nodes of one decoded or built value graph live in.
 /// Not copyable or movable: values point into it.
 class document {
  public:
   /// `upstream` supplies the arena's blocks (to count or bound what a document takes).
   explicit document(std::size_t initial_bytes = 4096,
-                    std::pmr::memory_resource* upstream = std::pmr::get_default_resource())
+                    std::pmr::memory_resource* upstream = &block_pool::shared())
       : arena_(initial_bytes, upstream) {}
   document(const document&) = delete;
   document& operator=(const document&) = delete;
