@@ -20,6 +20,7 @@ void writer::reset_tables() {
   strings_.clear();
   traits_.clear();
   amf0_count_ = object_count_ = string_count_ = traits_count_ = 0;
+  last_traits_ = nullptr;
 }
 
 void writer::u29(std::uint32_t v) {
@@ -45,11 +46,11 @@ void writer::string3(std::string_view s) {
     u8(0x01);
     return;
   }
-  if (auto i = strings_.find(s); i != strings_.npos) {
+  if (auto i = strings_.find_or_insert(s, string_count_); i != strings_.npos) {
     u29(i << 1);
     return;
   }
-  strings_.insert(s, string_count_++);
+  ++string_count_;
   u29((static_cast<std::uint32_t>(s.size()) << 1) | 1);
   raw(s);
 }
@@ -57,22 +58,29 @@ void writer::string3(std::string_view s) {
 // Writes a reference and returns true if `n` is already in the AMF3 object table; else
 // enters it (its index is taken as it starts, before its children).
 bool writer::amf3_reference(node* n) {
-  if (auto i = objects_.find(n); i != objects_.npos) {
-    u29(i << 1);
-    return true;
+  const auto i = objects_.find_or_insert(n, object_count_);
+  if (i == objects_.npos) {
+    ++object_count_;
+    return false;
   }
-  objects_.insert(n, object_count_++);
-  return false;
+  u29(i << 1);
+  return true;
 }
 
+// AMF0 references carry 16 bits: a node past index 65535 is written out again.
 bool writer::amf0_reference(node* n) {
-  if (auto i = amf0_refs_.find(n); i != amf0_refs_.npos && i <= 0xFFFF) {
-    u8(0x07);
-    u16(i);
-    return true;
+  const auto i = amf0_refs_.find_or_insert(n, amf0_count_);
+  if (i == amf0_refs_.npos) {
+    ++amf0_count_;
+    return false;
   }
-  amf0_refs_.insert(n, amf0_count_++);
-  return false;
+  if (i > 0xFFFF) {
+    ++amf0_count_;  // the reader enters it again, at a new index
+    return false;
+  }
+  u8(0x07);
+  u16(i);
+  return true;
 }
 
 // ---------------------------------------------------------------------------------- AMF0
@@ -200,11 +208,19 @@ void writer::amf0(const value& v, bool arguments) {
 // ---------------------------------------------------------------------------------- AMF3
 
 void writer::amf3_traits(const traits* t) {
-  if (auto i = traits_.find(t); i != traits_.npos) {
+  // Objects of one class share one traits pointer: skip hashing the content for a run.
+  if (t == last_traits_) {
+    u29((last_traits_index_ << 2) | 1);
+    return;
+  }
+  if (auto i = traits_.find_or_insert(t, traits_count_); i != traits_.npos) {
+    last_traits_ = t;
+    last_traits_index_ = i;
     u29((i << 2) | 1);
     return;
   }
-  traits_.insert(t, traits_count_++);
+  last_traits_ = t;
+  last_traits_index_ = traits_count_++;
   if (t->externalizable) {
     u29(t->dynamic ? 0x0F : 0x07);
   } else {
@@ -385,7 +401,12 @@ void writer::small_message(const external_node& e) {
       if (flags.empty()) flags.push_back(0);
       for (std::size_t i = 0; i + 1 < flags.size(); ++i) flags[i] |= 0x80;
     } else {
+      // Bits whose values were dropped on reading (unassigned ones) are cleared.
       flags.assign(e.flags[level].begin(), e.flags[level].end());
+      for (std::size_t i = 0; i < flags.size(); ++i) {
+        const std::size_t known = i < names.size() ? names[i].size() : 0;
+        flags[i] &= static_cast<std::uint8_t>(0x80 | ((1u << known) - 1));
+      }
     }
     for (auto b : flags) u8(b);
     for (std::size_t i = 0; i < flags.size() && i < names.size(); ++i) {

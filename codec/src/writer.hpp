@@ -26,6 +26,17 @@ class index_map {
       if (Eq{}(slots_[i].key, k)) return slots_[i].index;
     }
   }
+  /// The index of `k` if present; else inserts `k` with `index` and returns npos.
+  std::uint32_t find_or_insert(const Key& k, std::uint32_t index) {
+    if ((size_ + 1) * 2 > slots_.size()) grow();
+    std::size_t i = Hash{}(k) & mask_;
+    for (; slots_[i].index != npos; i = (i + 1) & mask_) {
+      if (Eq{}(slots_[i].key, k)) return slots_[i].index;
+    }
+    slots_[i] = {k, index};
+    ++size_;
+    return npos;
+  }
   void insert(const Key& k, std::uint32_t index) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
     place(k, index);
@@ -125,6 +136,8 @@ class writer {
   index_map<std::string_view, std::hash<std::string_view>> strings_;
   index_map<const traits*, traits_hash, traits_eq> traits_;
   std::uint32_t amf0_count_ = 0, object_count_ = 0, string_count_ = 0, traits_count_ = 0;
+  const traits* last_traits_ = nullptr;
+  std::uint32_t last_traits_index_ = 0;
 };
 
 }  // namespace amf::detail
