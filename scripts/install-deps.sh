@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages that amfgate builds, tests and runs with, if any is
+# missing. One source of truth: the README commands, CI and the Dockerfile all call this.
+#   scripts/install-deps.sh [runtime|build|test]   (default: test, which includes build)
+set -euo pipefail
+
+build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev)
+test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format)
+
+case "${1:-test}" in
+  runtime) pkgs=() ;;
+  build) pkgs=("${build_pkgs[@]}") ;;
+  test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: $0 [runtime|build|test]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing ${missing[*]}; run as root (or install them) first" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

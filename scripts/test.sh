@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Runs every test: the unit and conformance suites and the fuzz replays under ASan+UBSan
+# (g++), a Release build with a benchmark smoke run (each case checks its own result),
+# each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
+# and clang-format. Prints "N passed, M failed" last; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+jobs=$(nproc)
+fuzz_seconds=${FUZZ_SECONDS:-60}
+shared=$(cd "$root/../shared" 2>/dev/null && pwd) || {
+  echo "test: ../shared (corpus, specs, workloads) is missing beside the checkout" >&2
+  exit 1
+}
+
+scripts/install-deps.sh test || exit 1
+passed=0
+failed=0
+step() {  # step NAME COMMAND...: runs a step, counts it
+  echo "== $1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED"; fi
+}
+
+build() {  # build DIR CMAKE-ARGS...
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  if ! { cmake -S . -B "$dir" -DAMFGATE_SHARED_DIR="$shared" "$@" &&
+    cmake --build "$dir" -j"$jobs"; } >"$dir/build.log" 2>&1; then
+    tail -50 "$dir/build.log"
+    return 1
+  fi
+}
+
+# 1. Sanitizer build and ctest (unit, conformance, fuzz replays).
+build build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMFGATE_SANITIZE=ON -DAMFGATE_BENCH=OFF ||
+  exit 1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+(cd build/asan && ctest --output-on-failure -j"$jobs") | tee build/ctest.log
+ctest_status=${PIPESTATUS[0]}
+ctest_passed=$(grep -oE '[0-9]+ tests failed out of [0-9]+' build/ctest.log |
+  awk '{print $6 - $1}')
+ctest_failed=$(grep -oE '[0-9]+ tests failed out of' build/ctest.log | awk '{print $1}')
+passed=$((passed + ${ctest_passed:-0}))
+failed=$((failed + ${ctest_failed:-1}))
+[ "$ctest_status" -eq 0 ] || [ "${ctest_failed:-1}" -gt 0 ] || failed=$((failed + 1))
+
+# 2. Release build (no sanitizer, no clang) and a short benchmark run.
+bench_smoke() {
+  build build/release -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF &&
+    build/release/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
+    ! grep -q "ERROR OCCURRED" build/bench.log
+}
+step "release build and benchmark smoke run" bench_smoke
+
+# 3. libFuzzer targets, seeded with the corpus.
+fuzz() {
+  CXX=clang++-16 build build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMFGATE_FUZZ=ON \
+    -DAMFGATE_SANITIZE=ON -DAMFGATE_TESTS=OFF -DAMFGATE_BENCH=OFF || return 1
+  local work
+  work=$(mktemp -d)
+  mkdir -p "$work"/{amf0,amf3,packet}
+  cp "$shared"/corpus/rocketamf/objects/amf0-* "$work/amf0/"
+  cp "$shared"/corpus/rocketamf/objects/amf3-* "$shared"/corpus/phpamf/Parse/mock/* "$work/amf3/"
+  cp "$shared"/corpus/rocketamf/request/* "$shared"/corpus/phpamf/Request/mock/* "$work/packet/"
+  local ok=0
+  for t in amf0 amf3 packet; do
+    echo "-- fuzz_$t for ${fuzz_seconds}s"
+    if ! (cd "$work" && "$root/build/fuzz/tests/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" \
+      -print_final_stats=1 "$t" 2>&1 | tail -4); then
+      ok=1
+      echo "fuzz_$t found a failure; its input is in $work"
+    fi
+  done
+  return $ok
+}
+step "fuzzing" fuzz
+
+# 4. Formatting.
+format_check() {
+  git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run --Werror
+}
+step "clang-format" format_check
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,7 @@
+// libFuzzer target: amf3 decode, encode, decode gives the same value.
+#include "fuzz_common.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  amf::fuzz::round_trip(data, size, amf::fuzz::format::amf3);
+  return 0;
+}
