@@ -29,7 +29,7 @@ class index_map {
   /// The index of `k` if present; else inserts `k` with `index` and returns npos.
   std::uint32_t find_or_insert(const Key& k, std::uint32_t index) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
-    std::size_t i = Hash{}(k) & mask_;
+    std::size_t i = Hash{}(k)&mask_;
     for (; slots_[i].index != npos; i = (i + 1) & mask_) {
       if (Eq{}(slots_[i].key, k)) return slots_[i].index;
     }
