@@ -1,0 +1,93 @@
+#include "amf/adaptor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "amf/decode.hpp"
+#include "amf/encode.hpp"
+#include "corpus.hpp"
+
+struct product {
+  std::int32_t id = 0;
+  std::string name;
+  double price = 0;
+  std::optional<std::string> note;
+  std::vector<std::string> tags;
+};
+AMF_CLASS(product, "com.example.Product", id, name, price, note, tags);
+
+namespace amf {
+namespace {
+
+template <class T>
+std::optional<T> from(const value& v) {
+  T out{};
+  if (!adaptor<T>::from_value(v, out)) return std::nullopt;
+  return out;
+}
+
+TEST(Adaptor, Numbers) {
+  EXPECT_EQ(from<std::int32_t>(value::integer(7)), 7);
+  EXPECT_EQ(from<std::int32_t>(value::number(7.0)), 7);  // Flash sends whole Numbers as doubles
+  EXPECT_FALSE(from<std::int32_t>(value::number(7.5)));
+  EXPECT_FALSE(from<std::int8_t>(value::integer(300)));
+  EXPECT_FALSE(from<std::uint32_t>(value::integer(-1)));
+  EXPECT_EQ(from<double>(value::integer(3)), 3.0);
+  EXPECT_FALSE(from<double>(value::boolean(true)));
+  document doc;
+  EXPECT_EQ(adaptor<std::int64_t>::to_value(doc, 1).kind(), type::integer);
+  EXPECT_EQ(adaptor<std::int64_t>::to_value(doc, std::int64_t{1} << 40).kind(), type::number);
+}
+
+TEST(Adaptor, StringsOptionalsVectorsMapsDates) {
+  document doc;
+  EXPECT_EQ(from<std::string>(doc.string("x")), "x");
+  EXPECT_FALSE(from<std::string>(value::null()));
+  auto absent = from<std::optional<std::string>>(value::null());
+  ASSERT_TRUE(absent);    // converted,
+  EXPECT_FALSE(*absent);  // to nothing
+  array_node* a = doc.array();
+  a->dense = {value::integer(1), value::number(2)};
+  EXPECT_EQ(from<std::vector<int>>(value::of(a)), (std::vector<int>{1, 2}));
+  object_node* o = doc.object();
+  o->dynamic.push_back({"k", value::integer(5)});
+  auto m = from<std::map<std::string, int>>(value::of(o));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->at("k"), 5);
+  using clock = std::chrono::system_clock;
+  auto t = from<clock::time_point>(doc.date(1500.0));
+  ASSERT_TRUE(t);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count(),
+            1500);
+  value back = adaptor<clock::time_point>::to_value(doc, *t);
+  EXPECT_EQ(back.as_date()->millis, 1500.0);
+}
+
+TEST(Adaptor, DeclaredClassRoundTrip) {
+  document doc;
+  product p{7, "lamp", 19.5, std::nullopt, {"red", "new"}};
+  value v = adaptor<product>::to_value(doc, p);
+  std::string bytes;
+  encode_amf3(v, bytes);
+  document doc2;
+  value back = decode_amf3(test::bytes(bytes), doc2);
+  auto* o = back.as_object();
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->cls->alias, "com.example.Product");
+  ASSERT_EQ(o->cls->sealed.size(), 5u);
+  EXPECT_EQ(o->cls->sealed[1], "name");
+  EXPECT_FALSE(o->cls->dynamic);
+  auto q = from<product>(back);
+  ASSERT_TRUE(q);
+  EXPECT_EQ(q->id, 7);
+  EXPECT_EQ(q->name, "lamp");
+  EXPECT_EQ(q->tags, p.tags);
+  EXPECT_FALSE(q->note);
+  // A member of the wrong type does not convert.
+  o->sealed[0] = doc2.string("seven");
+  EXPECT_FALSE(from<product>(back));
+}
+
+}  // namespace
+}  // namespace amf
