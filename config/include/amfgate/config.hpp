@@ -1,0 +1,108 @@
+// The daemon's settings: defaults in code, so amfgate runs with no file at all; a JSON file
+// overrides any part. Unknown keys are rejected, and every error names its JSON path and the
+// expected form; all errors are reported together.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace amfgate::config {
+
+using milliseconds = std::chrono::milliseconds;
+
+struct listen_settings {
+  std::string address = "0.0.0.0";
+  std::uint16_t port = 8080;  ///< 0 picks a free port (logged at start)
+};
+
+struct limit_settings {
+  std::size_t max_body_bytes = std::size_t{16} << 20;
+  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_connections = 1024;
+  milliseconds header_timeout{10'000};  ///< to receive a request's headers
+  milliseconds read_timeout{30'000};    ///< to receive its body
+  milliseconds idle_timeout{60'000};    ///< keep-alive connection with no request
+  std::size_t max_depth = 128;          ///< AMF nesting
+};
+
+struct log_sink {
+  std::string type = "stdout";  ///< "stdout", "stderr" or "file"
+  std::string path;             ///< for "file"
+};
+
+struct log_settings {
+  std::string level = "info";  ///< trace, debug, info, warn, error, critical, off
+  bool access = true;          ///< one line per request
+  std::vector<log_sink> sinks{log_sink{}};
+};
+
+struct crossdomain_settings {
+  std::vector<std::string> allow_domains;  ///< e.g. "*.example.com"
+  std::string to_ports = "*";
+  bool secure = true;
+};
+
+struct session_settings {
+  std::string store = "memory";
+  std::size_t max_sessions = 10'000;
+  milliseconds idle_timeout{30 * 60'000};
+  std::string cookie = "AMFGATESESSIONID";
+};
+
+struct user {
+  std::string name;
+  std::string password;  ///< a crypt(3) hash ($y$ yescrypt or $6$ SHA-512), never plain text
+  std::vector<std::string> roles;
+};
+
+/// Who may call a service ("Service") or a method ("Service.method").
+struct access_rule {
+  bool authenticated = true;       ///< a principal is required
+  std::vector<std::string> roles;  ///< and, if not empty, one of these roles
+};
+
+struct gateway_config {
+  listen_settings listen;
+  unsigned threads = 0;  ///< I/O threads; 0 = one per core
+  std::vector<std::string> gateway_paths{"/gateway", "/messagebroker/amf"};
+  std::string default_service = "EchoService";
+  bool debug = false;                 ///< fault details and introspection for clients
+  std::optional<bool> introspection;  ///< unset = on in debug mode only
+  milliseconds shutdown_grace{10'000};
+  limit_settings limits;
+  log_settings log;
+  std::optional<crossdomain_settings> crossdomain;  ///< none: /crossdomain.xml is 404
+  session_settings sessions;
+  bool small_messages = false;  ///< answer with DSK when a client negotiates it
+  std::vector<user> users;
+  std::map<std::string, access_rule> access;
+
+  bool introspection_enabled() const { return introspection.value_or(debug); }
+};
+
+/// Every error found, one per line, each starting with its JSON path.
+class error : public std::runtime_error {
+ public:
+  explicit error(const std::vector<std::string>& errors);
+  const std::vector<std::string>& errors() const noexcept { return errors_; }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+/// Applies a JSON document to the defaults. Throws `error` listing every problem.
+gateway_config parse(const std::string& json_text);
+/// Reads and parses a file; a missing file is an error too.
+gateway_config load(const std::string& path);
+/// Settings as JSON, every key present (what config/amfgate.json holds for the defaults).
+std::string to_json_text(const gateway_config& c);
+/// The defaults as JSON.
+std::string defaults_json();
+
+}  // namespace amfgate::config

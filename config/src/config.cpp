@@ -1,0 +1,328 @@
+#include "amfgate/config.hpp"
+
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+namespace amfgate::config {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string join(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const auto& l : lines) s += (s.empty() ? "" : "\n") + l;
+  return s;
+}
+
+// Walks a JSON document, collecting every error with its path.
+class walker {
+ public:
+  using field = std::function<void(const json&, const std::string&)>;
+
+  std::vector<std::string> errors;
+
+  void fail(const std::string& path, const std::string& expected, const json& got) {
+    errors.push_back((path.empty() ? "/" : path) + ": expected " + expected + ", got " +
+                     got.dump());
+  }
+
+  void object(const json& j, const std::string& path,
+              const std::vector<std::pair<std::string, field>>& fields) {
+    if (!j.is_object()) return fail(path, "an object", j);
+    for (const auto& [key, v] : j.items()) {
+      auto it =
+          std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == key; });
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
+        errors.push_back(path + "/" + key + ": unknown key (known here: " + known + ")");
+        continue;
+      }
+      it->second(v, path + "/" + key);
+    }
+  }
+
+  field string(std::string& out) {
+    return [this, &out](const json& v, const std::string& p) {
+      if (v.is_string()) {
+        out = v.get<std::string>();
+      } else {
+        fail(p, "a string", v);
+      }
+    };
+  }
+  field boolean(bool& out) {
+    return [this, &out](const json& v, const std::string& p) {
+      if (v.is_boolean()) {
+        out = v.get<bool>();
+      } else {
+        fail(p, "true or false", v);
+      }
+    };
+  }
+  template <class T>
+  field integer(T& out, std::uint64_t min, std::uint64_t max) {
+    return [this, &out, min, max](const json& v, const std::string& p) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() >= min &&
+          v.get<std::uint64_t>() <= max) {
+        out = static_cast<T>(v.get<std::uint64_t>());
+      } else {
+        fail(p, "an integer from " + std::to_string(min) + " to " + std::to_string(max), v);
+      }
+    };
+  }
+  field millis(milliseconds& out) {
+    return [this, &out](const json& v, const std::string& p) {
+      if (v.is_number_unsigned() && v.get<std::uint64_t>() <= 86'400'000) {
+        out = milliseconds(v.get<std::int64_t>());
+      } else {
+        fail(p, "milliseconds from 0 to 86400000", v);
+      }
+    };
+  }
+  field strings(std::vector<std::string>& out) {
+    return [this, &out](const json& v, const std::string& p) {
+      if (!v.is_array()) return fail(p, "an array of strings", v);
+      out.clear();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (v[i].is_string()) {
+          out.push_back(v[i].get<std::string>());
+        } else {
+          fail(p + "/" + std::to_string(i), "a string", v[i]);
+        }
+      }
+    };
+  }
+  field one_of(std::string& out, std::vector<std::string> allowed) {
+    return [this, &out, allowed](const json& v, const std::string& p) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      if (v.is_string() &&
+          std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end()) {
+        out = v.get<std::string>();
+      } else {
+        fail(p, "one of " + list, v);
+      }
+    };
+  }
+};
+
+void apply(walker& w, const json& j, gateway_config& c) {
+  w.object(
+      j, "",
+      {
+          {"listen",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p,
+                      {{"address", w.string(c.listen.address)},
+                       {"port", w.integer(c.listen.port, 0, 65535)}});
+           }},
+          {"threads", w.integer(c.threads, 0, 256)},
+          {"gateway_paths",
+           [&](const json& v, const std::string& p) {
+             w.strings(c.gateway_paths)(v, p);
+             for (std::size_t i = 0; i < c.gateway_paths.size(); ++i) {
+               if (!c.gateway_paths[i].starts_with('/')) {
+                 w.fail(p + "/" + std::to_string(i), "a path starting with /", c.gateway_paths[i]);
+               }
+             }
+           }},
+          {"default_service", w.string(c.default_service)},
+          {"debug", w.boolean(c.debug)},
+          {"introspection",
+           [&](const json& v, const std::string& p) {
+             if (v.is_null()) {
+               c.introspection.reset();
+             } else if (v.is_boolean()) {
+               c.introspection = v.get<bool>();
+             } else {
+               w.fail(p, "true, false or null (on in debug mode only)", v);
+             }
+           }},
+          {"shutdown_grace_ms", w.millis(c.shutdown_grace)},
+          {"limits",
+           [&](const json& v, const std::string& p) {
+             auto& l = c.limits;
+             w.object(v, p,
+                      {{"max_body_bytes", w.integer(l.max_body_bytes, 1, std::uint64_t{1} << 32)},
+                       {"max_header_bytes", w.integer(l.max_header_bytes, 1024, 1 << 20)},
+                       {"max_connections", w.integer(l.max_connections, 1, 1'000'000)},
+                       {"header_timeout_ms", w.millis(l.header_timeout)},
+                       {"read_timeout_ms", w.millis(l.read_timeout)},
+                       {"idle_timeout_ms", w.millis(l.idle_timeout)},
+                       {"max_depth", w.integer(l.max_depth, 1, 4096)}});
+           }},
+          {"log",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p,
+                      {{"level", w.one_of(c.log.level, {"trace", "debug", "info", "warn", "error",
+                                                        "critical", "off"})},
+                       {"access", w.boolean(c.log.access)},
+                       {"sinks", [&](const json& s, const std::string& sp) {
+                          if (!s.is_array()) return w.fail(sp, "an array of sinks", s);
+                          c.log.sinks.clear();
+                          for (std::size_t i = 0; i < s.size(); ++i) {
+                            log_sink sink;
+                            const std::string ip = sp + "/" + std::to_string(i);
+                            w.object(s[i], ip,
+                                     {{"type", w.one_of(sink.type, {"stdout", "stderr", "file"})},
+                                      {"path", w.string(sink.path)}});
+                            if (sink.type == "file" && sink.path.empty()) {
+                              w.errors.push_back(ip + "/path: a file sink needs a path");
+                            }
+                            c.log.sinks.push_back(sink);
+                          }
+                        }}});
+           }},
+          {"crossdomain",
+           [&](const json& v, const std::string& p) {
+             if (v.is_null()) {
+               c.crossdomain.reset();
+               return;
+             }
+             crossdomain_settings x;
+             w.object(v, p,
+                      {{"allow_domains", w.strings(x.allow_domains)},
+                       {"to_ports", w.string(x.to_ports)},
+                       {"secure", w.boolean(x.secure)}});
+             for (const auto& d : x.allow_domains) {
+               if (d.find_first_of("<>\"&'") != std::string::npos) {
+                 w.fail(p + "/allow_domains", "domain names", d);
+               }
+             }
+             c.crossdomain = x;
+           }},
+          {"sessions",
+           [&](const json& v, const std::string& p) {
+             auto& s = c.sessions;
+             w.object(v, p,
+                      {{"store", w.one_of(s.store, {"memory"})},
+                       {"max_sessions", w.integer(s.max_sessions, 1, 100'000'000)},
+                       {"idle_timeout_ms", w.millis(s.idle_timeout)},
+                       {"cookie", w.string(s.cookie)}});
+           }},
+          {"small_messages", w.boolean(c.small_messages)},
+          {"users",
+           [&](const json& v, const std::string& p) {
+             if (!v.is_array()) return w.fail(p, "an array of users", v);
+             c.users.clear();
+             for (std::size_t i = 0; i < v.size(); ++i) {
+               user u;
+               const std::string ip = p + "/" + std::to_string(i);
+               w.object(v[i], ip,
+                        {{"name", w.string(u.name)},
+                         {"password", w.string(u.password)},
+                         {"roles", w.strings(u.roles)}});
+               if (u.name.empty()) w.errors.push_back(ip + "/name: a user needs a name");
+               if (!u.password.starts_with("$y$") && !u.password.starts_with("$6$") &&
+                   !u.password.starts_with("$5$") && !u.password.starts_with("$2b$")) {
+                 w.errors.push_back(ip +
+                                    "/password: expected a crypt(3) hash ($y$..., $6$...; "
+                                    "make one with amfgate --hash-password), not plain text");
+               }
+               c.users.push_back(u);
+             }
+           }},
+          {"access",
+           [&](const json& v, const std::string& p) {
+             if (!v.is_object()) return w.fail(p, "an object of \"Service[.method]\": rule", v);
+             for (const auto& [target, rule] : v.items()) {
+               access_rule r;
+               w.object(
+                   rule, p + "/" + target,
+                   {{"authenticated", w.boolean(r.authenticated)}, {"roles", w.strings(r.roles)}});
+               c.access[target] = r;
+             }
+           }},
+      });
+}
+
+json to_json(const gateway_config& c) {
+  json sinks = json::array();
+  for (const auto& s : c.log.sinks) {
+    json j{{"type", s.type}};
+    if (!s.path.empty()) j["path"] = s.path;
+    sinks.push_back(j);
+  }
+  json users = json::array();
+  for (const auto& u : c.users)
+    users.push_back({{"name", u.name}, {"password", u.password}, {"roles", u.roles}});
+  json access = json::object();
+  for (const auto& [k, r] : c.access) {
+    access[k] = {{"authenticated", r.authenticated}, {"roles", r.roles}};
+  }
+  json cross = nullptr;
+  if (c.crossdomain) {
+    cross = {{"allow_domains", c.crossdomain->allow_domains},
+             {"to_ports", c.crossdomain->to_ports},
+             {"secure", c.crossdomain->secure}};
+  }
+  return {
+      {"listen", {{"address", c.listen.address}, {"port", c.listen.port}}},
+      {"threads", c.threads},
+      {"gateway_paths", c.gateway_paths},
+      {"default_service", c.default_service},
+      {"debug", c.debug},
+      {"introspection", c.introspection ? json(*c.introspection) : json(nullptr)},
+      {"shutdown_grace_ms", c.shutdown_grace.count()},
+      {"limits",
+       {{"max_body_bytes", c.limits.max_body_bytes},
+        {"max_header_bytes", c.limits.max_header_bytes},
+        {"max_connections", c.limits.max_connections},
+        {"header_timeout_ms", c.limits.header_timeout.count()},
+        {"read_timeout_ms", c.limits.read_timeout.count()},
+        {"idle_timeout_ms", c.limits.idle_timeout.count()},
+        {"max_depth", c.limits.max_depth}}},
+      {"log", {{"level", c.log.level}, {"access", c.log.access}, {"sinks", sinks}}},
+      {"crossdomain", cross},
+      {"sessions",
+       {{"store", c.sessions.store},
+        {"max_sessions", c.sessions.max_sessions},
+        {"idle_timeout_ms", c.sessions.idle_timeout.count()},
+        {"cookie", c.sessions.cookie}}},
+      {"small_messages", c.small_messages},
+      {"users", users},
+      {"access", access},
+  };
+}
+
+}  // namespace
+
+error::error(const std::vector<std::string>& errors)
+    : std::runtime_error(join(errors)), errors_(errors) {}
+
+gateway_config parse(const std::string& json_text) {
+  json j;
+  try {
+    j = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw error({std::string("/: not JSON: ") + e.what()});
+  }
+  gateway_config c;
+  walker w;
+  apply(w, j, c);
+  if (!w.errors.empty()) throw error(w.errors);
+  return c;
+}
+
+gateway_config load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw error({path + ": cannot read the config file"});
+  return parse(std::string(std::istreambuf_iterator<char>(f), {}));
+}
+
+std::string to_json_text(const gateway_config& c) {
+  std::string out = to_json(c).dump(2);
+  out += '\n';
+  return out;
+}
+
+std::string defaults_json() {
+  const gateway_config defaults;
+  return to_json_text(defaults);
+}
+
+}  // namespace amfgate::config

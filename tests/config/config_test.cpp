@@ -1,0 +1,72 @@
+#include "amfgate/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+namespace amfgate::config {
+namespace {
+
+std::vector<std::string> errors_of(const std::string& json) {
+  try {
+    parse(json);
+  } catch (const error& e) {
+    return e.errors();
+  }
+  return {};
+}
+
+TEST(Config, DefaultsNeedNoFile) {
+  const gateway_config c = parse("{}");
+  EXPECT_EQ(c.listen.port, 8080);
+  EXPECT_EQ(c.limits.max_body_bytes, 16u << 20);
+  EXPECT_EQ(c.gateway_paths, (std::vector<std::string>{"/gateway", "/messagebroker/amf"}));
+  EXPECT_EQ(c.default_service, "EchoService");
+  EXPECT_FALSE(c.crossdomain);
+  EXPECT_FALSE(c.introspection_enabled());
+}
+
+TEST(Config, OverridesAnyPart) {
+  const gateway_config c = parse(R"({"listen": {"port": 9000}, "debug": true,
+      "limits": {"idle_timeout_ms": 500}, "crossdomain": {"allow_domains": ["*.example.com"]},
+      "access": {"UserService": {"roles": ["user"]}}})");
+  EXPECT_EQ(c.listen.port, 9000);
+  EXPECT_EQ(c.listen.address, "0.0.0.0");
+  EXPECT_EQ(c.limits.idle_timeout, milliseconds(500));
+  EXPECT_EQ(c.limits.read_timeout, milliseconds(30'000));
+  EXPECT_TRUE(c.introspection_enabled());
+  ASSERT_TRUE(c.crossdomain);
+  EXPECT_EQ(c.access.at("UserService").roles, std::vector<std::string>{"user"});
+}
+
+TEST(Config, EveryErrorNamesItsPathAndAllAreReported) {
+  const auto e = errors_of(R"({"listen": {"port": "80a"}, "limits": {"max_conections": 5},
+      "users": [{"name": "x", "password": "plain"}], "log": {"level": "loud"},
+      "gateway_paths": ["gateway"], "threads": -1})");
+  ASSERT_EQ(e.size(), 6u);
+  EXPECT_EQ(e[0], "/listen/port: expected an integer from 0 to 65535, got \"80a\"");
+  EXPECT_TRUE(e[1].starts_with("/limits/max_conections: unknown key")) << e[1];
+  EXPECT_TRUE(e[2].starts_with("/users/0/password: expected a crypt(3) hash")) << e[2];
+  EXPECT_TRUE(e[3].starts_with("/log/level: expected one of trace, debug")) << e[3];
+  EXPECT_EQ(e[4], "/gateway_paths/0: expected a path starting with /, got \"gateway\"");
+  EXPECT_EQ(e[5], "/threads: expected an integer from 0 to 256, got -1");
+  EXPECT_EQ(errors_of("[1]"), std::vector<std::string>{"/: expected an object, got [1]"});
+  EXPECT_TRUE(errors_of("{").at(0).starts_with("/: not JSON"));
+}
+
+std::string read(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(Config, ShippedFilesParseAndTheDefaultsFileIsTheDefaults) {
+  EXPECT_EQ(read(AMFGATE_SOURCE_DIR "/config/amfgate.json"), defaults_json());
+  const gateway_config example = load(AMFGATE_SOURCE_DIR "/config/example.json");
+  EXPECT_EQ(example.users.size(), 2u);
+  EXPECT_TRUE(example.crossdomain);
+  EXPECT_THROW(load("/nonexistent/amfgate.json"), error);
+}
+
+}  // namespace
+}  // namespace amfgate::config
