@@ -1,0 +1,52 @@
+// Authentication: who the caller is, and the interface that decides it.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace amfgate::services {
+
+struct principal {
+  std::string name;
+  std::vector<std::string> roles;
+  bool has_role(std::string_view r) const {
+    return std::find(roles.begin(), roles.end(), r) != roles.end();
+  }
+};
+
+/// Turns credentials (the AMF0 Credentials header, a Flex login) into a principal.
+class authenticator {
+ public:
+  virtual ~authenticator() = default;
+  /// nullopt refuses the login.
+  virtual std::optional<principal> authenticate(std::string_view user,
+                                                std::string_view password) const = 0;
+};
+
+struct user_record {
+  std::string name;
+  std::string password_hash;  ///< crypt(3)
+  std::vector<std::string> roles;
+};
+
+/// Users with salted password hashes, checked with crypt(3) (libcrypt: yescrypt, SHA-512).
+/// An unknown user costs as much time as a wrong password.
+class user_table : public authenticator {
+ public:
+  explicit user_table(std::vector<user_record> users) : users_(std::move(users)) {}
+  std::optional<principal> authenticate(std::string_view user,
+                                        std::string_view password) const override;
+
+ private:
+  std::vector<user_record> users_;
+};
+
+/// A new yescrypt hash of `password` with a random salt ("$y$...").
+std::string hash_password(std::string_view password);
+/// True if `password` matches the crypt(3) `hash`; compared in constant time.
+bool verify_password(std::string_view password, const std::string& hash);
+
+}  // namespace amfgate::services

@@ -1,0 +1,239 @@
+// Services: C++ callables bound by name and signature, called with AMF arguments.
+//
+//   registry r;
+//   r.bind("UserService", "getUser", [](std::int32_t id) -> User { ... });
+//   r.bind("UserService", "rename", &Users::rename, &users);          // a member function
+//   r.bind("Audit", "log", [](call_context& ctx, std::string what) { ... });
+//
+// Arguments convert through amf::adaptor<T> (amf/adaptor.hpp); a mismatch is a fault that
+// names the service, method, argument, expected and actual type. A handler may throw `fault`;
+// any other exception becomes Server.Processing. Names are unique and binding after
+// `freeze()` (the server calls it at start) is an error.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "amf/adaptor.hpp"
+#include "amf/externalizable.hpp"
+#include "amf/packet.hpp"
+#include "amf/value.hpp"
+#include "amfgate/services/auth.hpp"
+#include "amfgate/services/session.hpp"
+
+namespace spdlog {
+class logger;
+}
+
+namespace amfgate::services {
+
+/// An error for the client: an AMF0 onStatus object or a Flex ErrorMessage.
+class fault : public std::runtime_error {
+ public:
+  fault(std::string code, const std::string& message, std::string detail = {})
+      : std::runtime_error(message), code_(std::move(code)), detail_(std::move(detail)) {}
+  const std::string& code() const noexcept { return code_; }
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string code_;
+  std::string detail_;
+};
+
+/// What a handler may know about its call.
+struct call_context {
+  call_context(std::string_view s, std::string_view m, amf::document& d)
+      : service(s), method(m), doc(d) {}
+
+  std::string_view service, method;
+  amf::document& doc;                    ///< where results are built; lives for the request
+  const amf::packet* request = nullptr;  ///< the whole packet (headers); null in tests
+  std::string client_address;
+  std::optional<session> user_session;  ///< the caller's session, if it has one
+  const principal* user = nullptr;      ///< the authenticated caller, or null
+  spdlog::logger* logger = nullptr;
+
+  /// The packet header `name`, or undefined.
+  amf::value header(std::string_view name) const;
+};
+
+/// A bound method: converts arguments, calls, converts the result.
+struct method {
+  std::function<amf::value(call_context&, std::span<const amf::value>)> invoke;
+  std::vector<std::string> parameters;  ///< expected type of each argument
+  std::string result;
+};
+
+namespace detail {
+
+template <class F>
+struct signature : signature<decltype(&F::operator())> {};
+template <class R, class... A>
+struct signature<R (*)(A...)> {
+  using result = R;
+  using args = std::tuple<A...>;
+};
+template <class R, class C, class... A>
+struct signature<R (C::*)(A...)> : signature<R (*)(A...)> {};
+template <class R, class C, class... A>
+struct signature<R (C::*)(A...) const> : signature<R (*)(A...)> {};
+template <class R, class C, class... A>
+struct signature<R (C::*)(A...) noexcept> : signature<R (*)(A...)> {};
+template <class R, class C, class... A>
+struct signature<R (C::*)(A...) const noexcept> : signature<R (*)(A...)> {};
+
+template <class T>
+using plain = std::remove_cvref_t<T>;
+
+[[noreturn]] void argument_mismatch(const call_context& ctx, std::size_t index,
+                                    std::string_view expected, const amf::value& got);
+[[noreturn]] void argument_count(const call_context& ctx, std::size_t expected, std::size_t got);
+
+template <class T>
+plain<T> convert(const call_context& ctx, std::span<const amf::value> args, std::size_t i) {
+  plain<T> out{};
+  const amf::value v = i < args.size() ? args[i] : amf::value::undefined();
+  if (!amf::adaptor<plain<T>>::from_value(v, out)) {
+    argument_mismatch(ctx, i, amf::adaptor<plain<T>>::expected(), v);
+  }
+  return out;
+}
+
+template <class R, bool WithContext, class F, class... A, std::size_t... I>
+amf::value call(F& f, call_context& ctx, std::span<const amf::value> args,
+                std::index_sequence<I...>) {
+  // A call may leave out trailing arguments that accept undefined (std::optional).
+  if (args.size() > sizeof...(A)) argument_count(ctx, sizeof...(A), args.size());
+  std::tuple<plain<A>...> converted{convert<A>(ctx, args, I)...};  // in order, left to right
+  auto run = [&]() -> decltype(auto) {
+    if constexpr (WithContext) {
+      return f(ctx, std::move(std::get<I>(converted))...);
+    } else {
+      return f(std::move(std::get<I>(converted))...);
+    }
+  };
+  if constexpr (std::is_void_v<R>) {
+    run();
+    return amf::value::null();
+  } else {
+    return amf::adaptor<plain<R>>::to_value(ctx.doc, run());
+  }
+}
+
+template <class... A>
+struct first_is_context : std::false_type {};
+template <class First, class... Rest>
+struct first_is_context<First, Rest...> : std::is_same<First, call_context&> {};
+
+template <class R, class Tuple>
+struct binder;
+template <class R, class... A>
+struct binder<R, std::tuple<A...>> {
+  static constexpr bool with_context = first_is_context<A...>::value;
+
+  template <class F>
+  static method make(F f) {
+    if constexpr (with_context) {
+      return tail(std::move(f), static_cast<std::tuple<A...>*>(nullptr));
+    } else {
+      method m;
+      m.parameters = {std::string(amf::adaptor<plain<A>>::expected())...};
+      m.result = result_name();
+      m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
+        return call<R, false, F, A...>(f, ctx, args, std::index_sequence_for<A...>{});
+      };
+      return m;
+    }
+  }
+
+ private:
+  template <class F, class First, class... Rest>
+  static method tail(F f, std::tuple<First, Rest...>*) {
+    method m;
+    m.parameters = {std::string(amf::adaptor<plain<Rest>>::expected())...};
+    m.result = result_name();
+    m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
+      return call<R, true, F, Rest...>(f, ctx, args, std::index_sequence_for<Rest...>{});
+    };
+    return m;
+  }
+  static std::string result_name() {
+    if constexpr (std::is_void_v<R>) {
+      return "void";
+    } else {
+      return std::string(amf::adaptor<plain<R>>::expected());
+    }
+  }
+};
+
+}  // namespace detail
+
+/// Description of a bound service, for introspection.
+struct service_description {
+  std::string name;
+  struct method_info {
+    std::string name;
+    std::vector<std::string> parameters;
+    std::string result;
+  };
+  std::vector<method_info> methods;
+};
+
+class registry {
+ public:
+  registry();
+
+  template <class F>
+  registry& bind(std::string_view service, std::string_view method_name, F f) {
+    using sig = detail::signature<std::decay_t<F>>;
+    add(service, method_name,
+        detail::binder<typename sig::result, typename sig::args>::make(std::move(f)));
+    return *this;
+  }
+
+  /// A member function called on `object`, which must outlive the registry.
+  template <class C, class M>
+  requires std::is_member_function_pointer_v<M> registry& bind(std::string_view service,
+                                                               std::string_view method_name, M pm,
+                                                               C* object) {
+    using sig = detail::signature<M>;
+    return bind_member(service, method_name, pm, object, static_cast<typename sig::args*>(nullptr),
+                       static_cast<typename sig::result*>(nullptr));
+  }
+
+  /// Adds a prepared method (for handlers that take the arguments as they come).
+  void add(std::string_view service, std::string_view method_name, method m);
+
+  const method* find(std::string_view service, std::string_view method_name) const;
+  bool has_service(std::string_view service) const;
+  std::vector<service_description> describe() const;
+
+  /// After this, binding throws. The server freezes its registry when it starts.
+  void freeze() { frozen_ = true; }
+
+  /// Codecs for the externalizable classes that the services exchange (built-ins included).
+  amf::class_registry& classes() { return classes_; }
+  const amf::class_registry& classes() const { return classes_; }
+
+ private:
+  template <class C, class M, class R, class... A>
+  registry& bind_member(std::string_view service, std::string_view method_name, M pm, C* object,
+                        std::tuple<A...>*, R*) {
+    return bind(service, method_name,
+                [pm, object](A... a) -> R { return (object->*pm)(std::forward<A>(a)...); });
+  }
+
+  std::map<std::string, std::map<std::string, method, std::less<>>, std::less<>> services_;
+  amf::class_registry classes_;
+  bool frozen_ = false;
+};
+
+}  // namespace amfgate::services
