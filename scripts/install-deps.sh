@@ -4,11 +4,12 @@
 #   scripts/install-deps.sh [runtime|build|test]   (default: test, which includes build)
 set -euo pipefail
 
-build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev)
+build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
+  libcrypt-dev)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format)
 
 case "${1:-test}" in
-  runtime) pkgs=() ;;
+  runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1) ;;
   build) pkgs=("${build_pkgs[@]}") ;;
   test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
   *) echo "usage: $0 [runtime|build|test]" >&2; exit 2 ;;

@@ -1,0 +1,433 @@
+#include "amfgate/server/http.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <csignal>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace amfgate::server {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+// ------------------------------------------------------------------------------ router
+
+namespace {
+
+std::string crossdomain_policy(const config::crossdomain_settings& c) {
+  std::string xml =
+      "<?xml version=\"1.0\"?>\n"
+      "<!DOCTYPE cross-domain-policy SYSTEM "
+      "\"http://www.adobe.com/xml/dtds/cross-domain-policy.dtd\">\n"
+      "<cross-domain-policy>\n"
+      "  <site-control permitted-cross-domain-policies=\"master-only\"/>\n";
+  for (const auto& d : c.allow_domains) {
+    xml += "  <allow-access-from domain=\"" + d + "\" secure=\"" + (c.secure ? "true" : "false") +
+           "\"/>\n";
+  }
+  return xml + "</cross-domain-policy>\n";
+}
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find_first_of(";?"));
+}
+
+// The value of `name=` in a "k=v; k=v" or ";k=v?k=v&k=v" string.
+std::string_view param(std::string_view s, std::string_view name) {
+  for (std::size_t at = 0; (at = s.find(name, at)) != std::string_view::npos; at += name.size()) {
+    const bool starts =
+        at == 0 || std::string_view(" ;?&").find(s[at - 1]) != std::string_view::npos;
+    if (starts && at + name.size() < s.size() && s[at + name.size()] == '=') {
+      auto v = s.substr(at + name.size() + 1);
+      return v.substr(0, v.find_first_of(";&? "));
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
+               services::session_store& sessions, std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg), gateway_(gw), metrics_(m), sessions_(sessions), log_(std::move(log)) {
+  if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
+}
+
+std::string router::session_id(const http_request& req) const {
+  auto id = param(req.cookie, cfg_.sessions.cookie);
+  if (id.empty()) id = param(req.target, cfg_.sessions.cookie);
+  return std::string(id.substr(0, 128));
+}
+
+http_reply router::route(const http_request& req) {
+  const auto path = path_of(req.target);
+  http_reply r;
+  auto text = [&](unsigned status, std::string body) {
+    r.status = status;
+    r.body = std::move(body);
+    return r;
+  };
+  const bool gateway_path = std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
+                            cfg_.gateway_paths.end();
+  if (gateway_path) {
+    if (req.method != "POST") {
+      r.headers.emplace_back("Allow", "POST");
+      return text(405, "method not allowed: AMF gateways take POST\n");
+    }
+    const auto type = req.content_type.substr(0, req.content_type.find(';'));
+    if (type != "application/x-amf") {
+      return text(415, "unsupported media type: expected application/x-amf\n");
+    }
+    exchange ex;
+    ex.client_address = req.client;
+    ex.session_id = session_id(req);
+    gateway_.handle(req.body, ex);
+    r.status = ex.status;
+    r.content_type = ex.content_type;
+    r.body = std::move(ex.body);
+    r.messages = ex.messages;
+    r.faults = ex.faults;
+    if (!ex.new_session_id.empty()) {
+      r.headers.emplace_back("Set-Cookie",
+                             cfg_.sessions.cookie + "=" + ex.new_session_id + "; Path=/; HttpOnly");
+    } else if (ex.session_ended) {
+      r.headers.emplace_back("Set-Cookie", cfg_.sessions.cookie + "=; Path=/; Max-Age=0");
+    }
+    return r;
+  }
+  const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";
+  if (!known) return text(404, "not found\n");
+  if (req.method != "GET" && req.method != "HEAD") {
+    r.headers.emplace_back("Allow", "GET, HEAD");
+    return text(405, "method not allowed\n");
+  }
+  if (path == "/healthz") {
+    return draining_ ? text(503, "draining\n") : text(200, "ok\n");
+  }
+  if (path == "/metrics") {
+    r.content_type = "text/plain; version=0.0.4";
+    return text(200, metrics_.render(sessions_.size()));
+  }
+  if (crossdomain_.empty()) {
+    if (!crossdomain_hint_logged_.exchange(true)) {
+      log_->info(
+          "GET /crossdomain.xml: no policy configured, answering 404 (set \"crossdomain\" "
+          "in the config to serve one)");
+    }
+    return text(404, "no cross-domain policy configured\n");
+  }
+  r.content_type = "text/x-cross-domain-policy";
+  return text(200, crossdomain_);
+}
+
+// ------------------------------------------------------------------------- HTTP server
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct shared_state {
+  shared_state(const config::gateway_config& c, router& r, metrics& m,
+               std::shared_ptr<spdlog::logger> l, std::shared_ptr<spdlog::logger> a)
+      : cfg(c), routes(r), stats(m), log(std::move(l)), access(std::move(a)) {}
+  const config::gateway_config& cfg;
+  router& routes;
+  metrics& stats;
+  std::shared_ptr<spdlog::logger> log, access;
+  std::atomic<bool> draining{false};
+  std::mutex mutex;
+  std::list<std::weak_ptr<class connection>> connections;
+};
+
+class connection : public std::enable_shared_from_this<connection> {
+ public:
+  connection(tcp::socket&& socket, shared_state& st, bool over_limit)
+      : stream_(std::move(socket)), st_(st), over_limit_(over_limit) {
+    beast::error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    client_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    st_.stats.connection_opened();
+  }
+  ~connection() { st_.stats.connection_closed(); }
+
+  void start() {
+    {
+      std::lock_guard lock(st_.mutex);
+      st_.connections.push_back(weak_from_this());
+      self_ = std::prev(st_.connections.end());
+    }
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->over_limit_) {
+        self->fail(503, "too many connections\n");
+      } else {
+        self->read_header();
+      }
+    });
+  }
+
+  /// At shutdown: a connection waiting for its next request closes now.
+  void close_if_idle() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->stream_.socket().close();
+    });
+  }
+
+ private:
+  void read_header() {
+    if (st_.draining) return close();
+    parser_.emplace();
+    parser_->body_limit(st_.cfg.limits.max_body_bytes);
+    parser_->header_limit(static_cast<std::uint32_t>(st_.cfg.limits.max_header_bytes));
+    busy_ = false;
+    stream_.expires_after(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&connection::on_header, shared_from_this()));
+  }
+
+  void on_header(beast::error_code ec, std::size_t) {
+    busy_ = true;
+    if (ec) return read_failed(ec);
+    started_ = clock::now();
+    // A slow body is bounded by the read timeout from here.
+    stream_.expires_after(st_.cfg.limits.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&connection::on_read, shared_from_this()));
+  }
+
+  void read_failed(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted ||
+        ec == net::error::bad_descriptor) {
+      return close();
+    }
+    if (ec == beast::error::timeout) {
+      if (busy_) st_.log->info("{}: request not received in time, closing", client_);
+      return close();
+    }
+    if (ec == http::error::body_limit) {
+      return fail(413, "request body larger than " + std::to_string(st_.cfg.limits.max_body_bytes) +
+                           " bytes\n");
+    }
+    if (ec == http::error::header_limit) return fail(431, "request headers too large\n");
+    st_.log->info("{}: bad HTTP request: {}", client_, ec.message());
+    fail(400, "bad HTTP request: " + ec.message() + "\n");
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec) return read_failed(ec);
+    auto req = parser_->release();
+    http_request in;
+    in.method = req.method_string();
+    in.target = req.target();
+    in.content_type = req[http::field::content_type];
+    in.cookie = req[http::field::cookie];
+    in.body = req.body();
+    in.client = client_;
+    http_reply out;
+    try {
+      out = st_.routes.route(in);
+    } catch (const std::exception& e) {
+      st_.log->error("{}: {} {}: {}", client_, in.method, in.target, e.what());
+      out = http_reply{};
+      out.status = 500;
+      out.body = "internal error\n";
+    }
+    const bool keep_alive = req.keep_alive() && !st_.draining;
+    respond(std::move(out), req.version(), keep_alive, req.method() == http::verb::head,
+            std::string(in.method), std::string(in.target), req.body().size());
+  }
+
+  void respond(http_reply out, unsigned version, bool keep_alive, bool head, std::string method,
+               std::string target, std::size_t bytes_in) {
+    auto res = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(out.status), version);
+    res->set(http::field::server, "amfgate");
+    res->set(http::field::content_type, out.content_type);
+    for (auto& [k, v] : out.headers) res->set(k, v);
+    res->keep_alive(keep_alive);
+    const std::size_t bytes_out = out.body.size();
+    res->body() = head ? std::string() : std::move(out.body);
+    res->prepare_payload();
+    if (head) res->content_length(bytes_out);
+
+    const double seconds = std::chrono::duration<double>(clock::now() - started_).count();
+    st_.stats.request(out.status, seconds, bytes_in, bytes_out);
+    st_.stats.messages(out.messages, out.faults);
+    if (st_.cfg.log.access) {
+      st_.access->info("{} \"{} {}\" {} in={} out={} messages={} faults={} {:.3f}ms", client_,
+                       method, target, out.status, bytes_in, bytes_out, out.messages, out.faults,
+                       seconds * 1000);
+    }
+    stream_.expires_after(st_.cfg.limits.read_timeout);
+    http::async_write(
+        stream_, *res,
+        [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+          if (ec || !keep_alive) return self->close();
+          self->first_ = false;
+          self->read_header();
+        });
+  }
+
+  // Answers an error that ends the connection.
+  void fail(unsigned status, std::string body) {
+    busy_ = true;
+    http_reply r;
+    r.status = status;
+    r.body = std::move(body);
+    respond(std::move(r), 11, false, false, "-", "-", 0);
+  }
+
+  void close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+    std::lock_guard lock(st_.mutex);
+    if (registered_) {
+      st_.connections.erase(self_);
+      registered_ = false;
+    }
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  shared_state& st_;
+  std::string client_;
+  bool over_limit_;
+  bool first_ = true;
+  bool busy_ = true;
+  bool registered_ = true;
+  clock::time_point started_ = clock::now();
+  std::list<std::weak_ptr<connection>>::iterator self_;
+};
+
+}  // namespace
+
+struct http_server::impl {
+  impl(const config::gateway_config& cfg, router& r, metrics& m,
+       std::shared_ptr<spdlog::logger> log, std::shared_ptr<spdlog::logger> access)
+      : st{cfg, r, m, std::move(log), std::move(access)},
+        threads(cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency())),
+        ioc(static_cast<int>(threads)),
+        acceptor(net::make_strand(ioc)),
+        signals(ioc, SIGINT, SIGTERM),
+        timer(ioc) {}
+
+  void accept() {
+    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+      if (ec) {
+        if (ec != net::error::operation_aborted) {
+          st.log->warn("accept failed: {}", ec.message());
+          accept();
+        }
+        return;
+      }
+      const bool over =
+          st.stats.open_connections() >= static_cast<std::int64_t>(st.cfg.limits.max_connections);
+      if (over) st.log->warn("connection limit {} reached", st.cfg.limits.max_connections);
+      std::make_shared<connection>(std::move(s), st, over)->start();
+      accept();
+    });
+  }
+
+  void wait_for_signal() {
+    signals.async_wait([this](beast::error_code ec, int sig) {
+      if (ec) return;
+      if (st.draining.exchange(true)) {
+        st.log->warn("second signal ({}): exiting now", sig);
+        st.log->flush();
+        std::_Exit(1);
+      }
+      st.log->info("signal {}: no longer accepting, draining requests in flight (grace {} ms)", sig,
+                   st.cfg.shutdown_grace.count());
+      st.routes.set_draining();
+      beast::error_code ignored;
+      acceptor.close(ignored);
+      {
+        std::lock_guard lock(st.mutex);
+        for (auto& w : st.connections) {
+          if (auto c = w.lock()) c->close_if_idle();
+        }
+      }
+      deadline = clock::now() + st.cfg.shutdown_grace;
+      poll_drained();
+      wait_for_signal();
+    });
+  }
+
+  void poll_drained() {
+    if (st.stats.open_connections() == 0 || clock::now() >= deadline) {
+      if (st.stats.open_connections() > 0) {
+        st.log->warn("grace period over with {} connections open", st.stats.open_connections());
+      }
+      exit_status = 0;
+      ioc.stop();
+      return;
+    }
+    timer.expires_after(std::chrono::milliseconds(20));
+    timer.async_wait([this](beast::error_code ec) {
+      if (!ec) poll_drained();
+    });
+  }
+
+  shared_state st;
+  unsigned threads;
+  net::io_context ioc;
+  tcp::acceptor acceptor;
+  net::signal_set signals;
+  net::steady_timer timer;
+  clock::time_point deadline;
+  std::atomic<std::uint16_t> bound_port{0};
+  int exit_status = 0;
+};
+
+http_server::http_server(const config::gateway_config& cfg, router& r, metrics& m,
+                         std::shared_ptr<spdlog::logger> log,
+                         std::shared_ptr<spdlog::logger> access)
+    : impl_(std::make_unique<impl>(cfg, r, m, std::move(log), std::move(access))) {}
+
+http_server::~http_server() = default;
+
+std::uint16_t http_server::port() const {
+  return impl_->bound_port;
+}
+
+int http_server::run() {
+  auto& i = *impl_;
+  const tcp::endpoint ep(net::ip::make_address(i.st.cfg.listen.address), i.st.cfg.listen.port);
+  i.acceptor.open(ep.protocol());
+  i.acceptor.set_option(net::socket_base::reuse_address(true));
+  i.acceptor.bind(ep);
+  i.acceptor.listen(net::socket_base::max_listen_connections);
+  i.bound_port = i.acceptor.local_endpoint().port();
+  i.st.log->info("listening on {}:{} with {} threads, gateway paths:{}", ep.address().to_string(),
+                 i.bound_port.load(), i.threads, [&] {
+                   std::string p;
+                   for (const auto& g : i.st.cfg.gateway_paths) p += " " + g;
+                   return p;
+                 }());
+  i.accept();
+  i.wait_for_signal();
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < i.threads; ++t) pool.emplace_back([&i] { i.ioc.run(); });
+  i.ioc.run();
+  for (auto& t : pool) t.join();
+  i.st.log->info("stopped");
+  return i.exit_status;
+}
+
+}  // namespace amfgate::server

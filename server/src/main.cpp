@@ -1,0 +1,143 @@
+// amfgate: the AMF remoting gateway daemon.
+#include <spdlog/async.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+
+#include "amfgate/config.hpp"
+#include "amfgate/server/gateway.hpp"
+#include "amfgate/server/http.hpp"
+#include "amfgate/services/builtin.hpp"
+
+#ifndef AMFGATE_VERSION
+#define AMFGATE_VERSION "0.0.0"
+#endif
+
+namespace {
+
+constexpr const char* usage =
+    "usage: amfgate [--config FILE] [--check-config | --print-config]\n"
+    "       amfgate --hash-password      (reads the password from standard input)\n"
+    "       amfgate --version | --help\n"
+    "\n"
+    "Serves AMF remoting (NetConnection AMF0/AMF3, Flex RemoteObject) over HTTP on the\n"
+    "built-in defaults, or on FILE's settings (JSON; see config/amfgate.json).\n"
+    "  --config FILE    settings to apply over the defaults\n"
+    "  --check-config   validate the settings, print every error, and exit\n"
+    "  --print-config   print the settings in force (defaults and FILE) as JSON\n"
+    "  --hash-password  print a crypt(3) yescrypt hash for a user's \"password\" setting\n";
+
+// Async logging: a full queue drops the oldest line rather than stalling a request.
+std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make_loggers(
+    const amfgate::config::log_settings& s) {
+  spdlog::init_thread_pool(16384, 1);
+  std::vector<spdlog::sink_ptr> sinks;
+  for (const auto& k : s.sinks) {
+    if (k.type == "stdout") {
+      sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
+    } else if (k.type == "stderr") {
+      sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    } else {
+      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(k.path));
+    }
+  }
+  auto make = [&](const char* name) {
+    auto l = std::make_shared<spdlog::async_logger>(name, sinks.begin(), sinks.end(),
+                                                    spdlog::thread_pool(),
+                                                    spdlog::async_overflow_policy::overrun_oldest);
+    l->set_level(spdlog::level::from_str(s.level));
+    l->flush_on(spdlog::level::warn);
+    spdlog::register_logger(l);
+    return l;
+  };
+  auto log = make("amfgate");
+  auto access = make("access");
+  spdlog::flush_every(std::chrono::seconds(1));
+  return {log, access};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_file;
+  bool check = false, print = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) {
+      config_file = argv[++i];
+    } else if (a.starts_with("--config=")) {
+      config_file = a.substr(9);
+    } else if (a == "--check-config") {
+      check = true;
+    } else if (a == "--print-config") {
+      print = true;
+    } else if (a == "--version") {
+      std::cout << "amfgate " << AMFGATE_VERSION << "\n";
+      return 0;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return 0;
+    } else if (a == "--hash-password") {
+      std::string password;
+      if (isatty(STDIN_FILENO)) std::cerr << "password: ";
+      std::getline(std::cin, password);
+      if (password.empty()) {
+        std::cerr << "amfgate: empty password\n";
+        return 1;
+      }
+      std::cout << amfgate::services::hash_password(password) << "\n";
+      return 0;
+    } else {
+      std::cerr << "amfgate: unknown argument " << a << "\n" << usage;
+      return 2;
+    }
+  }
+
+  amfgate::config::gateway_config cfg;
+  try {
+    if (!config_file.empty()) cfg = amfgate::config::load(config_file);
+  } catch (const amfgate::config::error& e) {
+    std::cerr << "amfgate: " << (config_file.empty() ? "defaults" : config_file) << ":\n";
+    for (const auto& line : e.errors()) std::cerr << "  " << line << "\n";
+    return 1;
+  }
+  if (print) {
+    std::cout << amfgate::config::to_json_text(cfg);
+    return 0;
+  }
+  if (check) {
+    std::cout << "amfgate: " << (config_file.empty() ? "built-in defaults" : config_file)
+              << ": ok\n";
+    return 0;
+  }
+
+  auto [log, access] = make_loggers(cfg.log);
+  int status = 1;
+  try {
+    amfgate::services::registry services;
+    amfgate::services::add_echo_service(services);
+    if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
+    services.freeze();
+
+    std::vector<amfgate::services::user_record> users;
+    for (const auto& u : cfg.users) users.push_back({u.name, u.password, u.roles});
+    amfgate::services::user_table auth(std::move(users));
+    amfgate::services::memory_session_store sessions(cfg.sessions.max_sessions,
+                                                     cfg.sessions.idle_timeout);
+    amfgate::server::metrics stats;
+    amfgate::server::gateway gw(cfg, services, sessions, auth, log);
+    amfgate::server::router routes(cfg, gw, stats, sessions, log);
+    amfgate::server::http_server server(cfg, routes, stats, log, access);
+    log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
+    status = server.run();
+  } catch (const std::exception& e) {
+    log->critical("cannot run: {}", e.what());
+    status = 1;
+  }
+  spdlog::shutdown();
+  return status;
+}

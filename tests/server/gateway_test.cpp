@@ -1,0 +1,198 @@
+#include "amfgate/server/gateway.hpp"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include "amf/decode.hpp"
+#include "amf/flex.hpp"
+#include "amf/packet.hpp"
+#include "amfgate/server/client.hpp"
+#include "amfgate/services/builtin.hpp"
+
+namespace amfgate::server {
+namespace {
+
+struct product {
+  std::int32_t id = 0;
+  std::string name;
+};
+
+}  // namespace
+}  // namespace amfgate::server
+
+AMF_CLASS(amfgate::server::product, "com.example.Product", id, name);
+
+namespace amfgate::server {
+namespace {
+
+class Gateway : public ::testing::Test {
+ protected:
+  Gateway()
+      : sessions_(100, std::chrono::minutes(1)),
+        users_({{"ann", services::hash_password("pw"), {"admin"}}}),
+        log_(std::make_shared<spdlog::logger>("test",
+                                              std::make_shared<spdlog::sinks::null_sink_mt>())) {
+    services::add_echo_service(registry_);
+    registry_.bind("Shop", "find", [](std::int32_t id) { return product{id, "lamp"}; });
+    registry_.bind("Shop", "boom", []() -> int { throw std::runtime_error("disk on fire"); });
+    registry_.bind("Shop", "refuse", []() -> int {
+      throw services::fault("Shop.Closed", "closed today", "come back tomorrow");
+    });
+    registry_.bind("Admin", "secret", [] { return std::string("42"); });
+    cfg_.access["Admin"] = config::access_rule{true, {"admin"}};
+  }
+
+  // Sends `body`, decodes the answer.
+  amf::packet call(const std::string& body, exchange& ex) {
+    gateway gw(cfg_, registry_, sessions_, users_, log_);
+    gw.handle(body, ex);
+    EXPECT_EQ(ex.status, 200u) << ex.body;
+    return amf::decode_packet(amf::as_bytes(ex.body), doc_);
+  }
+  amf::packet call(const std::string& body) {
+    last_ = exchange{};
+    return call(body, last_);
+  }
+
+  config::gateway_config cfg_;
+  services::registry registry_;
+  services::memory_session_store sessions_;
+  services::user_table users_;
+  std::shared_ptr<spdlog::logger> log_;
+  amf::document doc_;
+  exchange last_;
+};
+
+TEST_F(Gateway, NetConnectionResultsAndTypedObjects) {
+  amf::document d;
+  const amf::value args[] = {amf::value::number(7)};
+  amf::packet p = call(client::netconnection_request("Shop.find", args, false));
+  ASSERT_EQ(p.bodies.size(), 1u);
+  EXPECT_EQ(p.bodies[0].target, "/1/onResult");
+  EXPECT_EQ(p.bodies[0].response, "null");
+  auto* o = p.bodies[0].val.as_object();
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->cls->alias, "com.example.Product");
+  EXPECT_EQ(o->find("id")->to_double(), 7.0);
+  // AMF3 call: AMF3 answer, the integer stays an integer.
+  p = call(client::netconnection_request("Shop.find", args, true));
+  EXPECT_TRUE(p.bodies[0].val.has_flag(amf::value::avmplus));
+  EXPECT_EQ(p.bodies[0].val.as_object()->find("id")->kind(), amf::type::integer);
+  // A bare method goes to the default service.
+  const amf::value hi[] = {d.string("hi")};
+  p = call(client::netconnection_request("echo", hi, false));
+  EXPECT_EQ(p.bodies[0].val.as_string(), "hi");
+}
+
+TEST_F(Gateway, FaultsAsOnStatusWithDetailOnlyInDebug) {
+  amf::packet p = call(client::netconnection_request("Shop.boom", {}, false));
+  EXPECT_EQ(p.bodies[0].target, "/1/onStatus");
+  auto* f = p.bodies[0].val.as_object();
+  EXPECT_EQ(f->find("code")->as_string(), "Server.Processing");
+  EXPECT_EQ(f->find("level")->as_string(), "error");
+  EXPECT_EQ(f->find("details")->as_string(), "");
+  cfg_.debug = true;
+  p = call(client::netconnection_request("Shop.boom", {}, false));
+  EXPECT_EQ(p.bodies[0].val.as_object()->find("details")->as_string(), "disk on fire");
+  p = call(client::netconnection_request("Shop.refuse", {}, false));
+  f = p.bodies[0].val.as_object();
+  EXPECT_EQ(f->find("code")->as_string(), "Shop.Closed");
+  EXPECT_EQ(f->find("description")->as_string(), "closed today");
+  EXPECT_EQ(f->find("details")->as_string(), "come back tomorrow");
+  p = call(client::netconnection_request("Nope.x", {}, false));
+  EXPECT_EQ(p.bodies[0].val.as_object()->find("code")->as_string(), "Server.ResourceNotFound");
+  EXPECT_EQ(last_.faults, 1u);
+}
+
+TEST_F(Gateway, EveryMessageRunsEvenIfAnotherFails) {
+  amf::document d;
+  amf::value msgs[] = {
+      client::flex_remoting(d, "Shop", "boom", {}, ""),
+      client::flex_remoting(d, "EchoService", "echo", std::vector{d.string("still here")}, "")};
+  amf::packet p = call(client::flex_request(msgs));
+  ASSERT_EQ(p.bodies.size(), 2u);
+  EXPECT_EQ(p.bodies[0].target, "/1/onStatus");
+  EXPECT_EQ(p.bodies[1].target, "/2/onResult");
+  auto err = amf::flex::read(p.bodies[0].val, doc_);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->kind, amf::flex::kind::error);
+  EXPECT_EQ(err->fault_code, "Server.Processing");
+  auto ack = amf::flex::read(p.bodies[1].val, doc_);
+  EXPECT_EQ(ack->body.as_string(), "still here");
+  EXPECT_EQ(ack->correlation_id, amf::flex::read(msgs[1], d)->message_id);
+  EXPECT_EQ(last_.messages, 2u);
+  EXPECT_EQ(last_.faults, 1u);
+}
+
+TEST_F(Gateway, FlexPingLoginLogoutAndAccessRules) {
+  amf::document d;
+  amf::packet p = call(client::flex_request(
+      std::vector{client::flex_command(d, amf::flex::operation::client_ping, "")}));
+  auto ack = amf::flex::read(p.bodies[0].val, doc_);
+  ASSERT_TRUE(ack);
+  const std::string dsid(ack->header("DSId").as_string());
+  EXPECT_TRUE(amf::flex::uuid_bytes(dsid));
+  EXPECT_EQ(ack->header("DSMessagingVersion").as_double(), 1.0);
+  EXPECT_TRUE(last_.new_session_id.empty());  // no session for an anonymous ping
+  EXPECT_EQ(sessions_.size(), 0u);
+
+  // Protected: refused without a login.
+  p = call(
+      client::flex_request(std::vector{client::flex_remoting(d, "Admin", "secret", {}, dsid)}));
+  EXPECT_EQ(amf::flex::read(p.bodies[0].val, doc_)->fault_code, "Client.Authentication");
+
+  // A bad login, then a good one: a session with the principal.
+  p = call(client::flex_request(
+      std::vector{client::flex_command(d, amf::flex::operation::login, dsid, "ann", "bad")}));
+  auto refused = amf::flex::read(p.bodies[0].val, doc_);
+  EXPECT_EQ(refused->fault_code, "Client.Authentication");
+  EXPECT_EQ(refused->fault_string, "Invalid login.");
+  p = call(client::flex_request(
+      std::vector{client::flex_command(d, amf::flex::operation::login, dsid, "ann", "pw")}));
+  EXPECT_EQ(amf::flex::read(p.bodies[0].val, doc_)->body.as_string(), "success");
+  const std::string sid = last_.new_session_id;
+  ASSERT_FALSE(sid.empty());
+  EXPECT_EQ(p.headers.at(0).name, "AppendToGatewayUrl");
+
+  exchange ex;
+  ex.session_id = sid;
+  p = call(client::flex_request(std::vector{client::flex_remoting(d, "Admin", "secret", {}, dsid)}),
+           ex);
+  EXPECT_EQ(amf::flex::read(p.bodies[0].val, doc_)->body.as_string(), "42");
+
+  exchange out;
+  out.session_id = sid;
+  call(client::flex_request(
+           std::vector{client::flex_command(d, amf::flex::operation::logout, dsid)}),
+       out);
+  EXPECT_TRUE(out.session_ended);
+  EXPECT_FALSE(sessions_.find(sid));
+}
+
+TEST_F(Gateway, CredentialsHeaderLogsInForNetConnection) {
+  amf::packet p = call(client::netconnection_request("Admin.secret", {}, false, "ann", "pw"));
+  EXPECT_EQ(p.bodies[0].val.as_string(), "42");
+  EXPECT_FALSE(last_.new_session_id.empty());
+  p = call(client::netconnection_request("Admin.secret", {}, false, "ann", "nope"));
+  EXPECT_EQ(p.bodies[0].val.as_object()->find("code")->as_string(), "Client.Authentication");
+  // Open services still answer a refused login.
+  p = call(
+      client::netconnection_request("echo", std::vector{amf::value::integer(1)}, false, "x", "y"));
+  EXPECT_EQ(p.bodies[0].target, "/1/onResult");
+}
+
+TEST_F(Gateway, UndecodablePacketsAre400WithTheOffset) {
+  gateway gw(cfg_, registry_, sessions_, users_, log_);
+  exchange ex;
+  std::string body =
+      client::netconnection_request("echo", std::vector{amf::value::integer(1)}, false);
+  body[body.size() - 9] = '\x04';  // an AMF0 movieclip marker where the number starts
+  gw.handle(body, ex);
+  EXPECT_EQ(ex.status, 400u);
+  EXPECT_EQ(ex.body, "bad AMF packet: unknown type marker at byte " +
+                         std::to_string(body.size() - 9) + "\n");
+}
+
+}  // namespace
+}  // namespace amfgate::server

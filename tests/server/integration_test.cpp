@@ -1,0 +1,289 @@
+// The real daemon on a loopback port, driven over HTTP.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "amf/decode.hpp"
+#include "amf/flex.hpp"
+#include "amf/packet.hpp"
+#include "amfgate/services/auth.hpp"
+#include "daemon.hpp"
+
+namespace amfgate::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A plain socket for requests that misbehave on purpose.
+class raw_socket {
+ public:
+  explicit raw_socket(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      throw std::runtime_error("connect failed");
+    }
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~raw_socket() { ::close(fd_); }
+  void send(const std::string& s) { (void)::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
+  /// Everything until the peer closes (or 10 s pass).
+  std::string read_all() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;)
+      out.append(buf, static_cast<std::size_t>(n));
+    return out;
+  }
+
+ private:
+  int fd_;
+};
+
+amf::packet decode(const std::string& body, amf::document& doc) {
+  return amf::decode_packet(amf::as_bytes(body), doc);
+}
+
+TEST(Daemon, ServesBothCallStylesOnItsDefaults) {
+  daemon d;
+  auto http = d.client();
+  amf::document doc;
+  const amf::value args[] = {doc.string("hello")};
+  for (bool amf3 : {false, true}) {
+    for (const char* target : {"echo", "EchoService.echo"}) {
+      auto res = http.post("/gateway", client::netconnection_request(target, args, amf3));
+      ASSERT_EQ(res.status, 200u);
+      EXPECT_EQ(res.header("Content-Type"), "application/x-amf");
+      amf::packet p = decode(res.body, doc);
+      EXPECT_EQ(p.bodies.at(0).target, "/1/onResult");
+      EXPECT_EQ(p.bodies.at(0).val.as_string(), "hello");
+      EXPECT_EQ(p.bodies.at(0).val.has_flag(amf::value::avmplus), amf3);
+    }
+  }
+  // Flex on BlazeDS's path: ping, then RemotingMessages to both echo destinations.
+  auto pong = http.post("/messagebroker/amf", client::flex_request(std::vector{client::flex_command(
+                                                  doc, amf::flex::operation::client_ping, "")}));
+  auto ack = amf::flex::read(decode(pong.body, doc).bodies.at(0).val, doc);
+  ASSERT_TRUE(ack);
+  const std::string dsid(ack->header("DSId").as_string());
+  for (const char* destination : {"Red5Echo", "EchoService"}) {
+    amf::value msg = client::flex_remoting(doc, destination, "echo", args, dsid);
+    auto res = http.post("/messagebroker/amf", client::flex_request(std::vector{msg}));
+    auto reply = amf::flex::read(decode(res.body, doc).bodies.at(0).val, doc);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->kind, amf::flex::kind::acknowledge);
+    EXPECT_EQ(reply->body.as_string(), "hello");
+    EXPECT_EQ(reply->correlation_id, amf::flex::read(msg, doc)->message_id);
+    EXPECT_EQ(reply->client_id.kind(), amf::type::string);
+  }
+}
+
+TEST(Daemon, FaultsReachTheClient) {
+  daemon d;
+  auto http = d.client();
+  amf::document doc;
+  auto res = http.post("/gateway", client::netconnection_request("Nope.find", {}, false));
+  amf::packet p = decode(res.body, doc);
+  EXPECT_EQ(p.bodies.at(0).target, "/1/onStatus");
+  EXPECT_EQ(p.bodies.at(0).val.as_object()->find("code")->as_string(), "Server.ResourceNotFound");
+  res = http.post(
+      "/gateway",
+      client::flex_request(std::vector{client::flex_remoting(doc, "EchoService", "nope", {}, "")}));
+  auto err = amf::flex::read(decode(res.body, doc).bodies.at(0).val, doc);
+  EXPECT_EQ(err->kind, amf::flex::kind::error);
+  EXPECT_EQ(err->fault_code, "Server.ResourceUnavailable");
+}
+
+TEST(Daemon, LoginsSessionsAndAccessRules) {
+  const std::string hash = services::hash_password("pw");
+  daemon d("\"introspection\": true, \"users\": [{\"name\": \"ann\", \"password\": \"" + hash +
+           "\", \"roles\": [\"admin\"]}], \"access\": {\"amfgate.Introspection\": "
+           "{\"roles\": [\"admin\"]}}");
+  amf::document doc;
+  auto http = d.client();
+  const std::string list = "amfgate.Introspection.listServices";
+  auto code = [&](const client::response& r) {
+    const auto& v = decode(r.body, doc).bodies.at(0).val;
+    auto* o = v.as_object();
+    return o && o->find("code") ? std::string(o->find("code")->as_string()) : "result";
+  };
+  EXPECT_EQ(code(http.post("/gateway", client::netconnection_request(list, {}, false))),
+            "Client.Authentication");
+  EXPECT_EQ(
+      code(http.post("/gateway", client::netconnection_request(list, {}, false, "ann", "wrong"))),
+      "Client.Authentication");
+  EXPECT_TRUE(http.cookies.empty());
+  EXPECT_EQ(
+      code(http.post("/gateway", client::netconnection_request(list, {}, false, "ann", "pw"))),
+      "result");
+  ASSERT_EQ(http.cookies.count("AMFGATESESSIONID"), 1u);
+  // The session cookie alone now carries the login.
+  EXPECT_EQ(code(http.post("/gateway", client::netconnection_request(list, {}, false))), "result");
+
+  // Flex: login, call, logout, refused again.
+  auto flex = d.client();
+  auto flex_call = [&](amf::value m) {
+    return *amf::flex::read(
+        decode(flex.post("/messagebroker/amf", client::flex_request(std::vector{m})).body, doc)
+            .bodies.at(0)
+            .val,
+        doc);
+  };
+  EXPECT_EQ(flex_call(client::flex_command(doc, amf::flex::operation::login, "", "ann", "pw"))
+                .body.as_string(),
+            "success");
+  const std::string dest = "amfgate.Introspection";
+  EXPECT_EQ(flex_call(client::flex_remoting(doc, dest, "listServices", {}, "")).kind,
+            amf::flex::kind::acknowledge);
+  flex_call(client::flex_command(doc, amf::flex::operation::logout, ""));
+  EXPECT_TRUE(flex.cookies.empty());
+  EXPECT_EQ(flex_call(client::flex_remoting(doc, dest, "listServices", {}, "")).fault_code,
+            "Client.Authentication");
+}
+
+TEST(Daemon, AnonymousLoadCreatesNoSessions) {
+  daemon d;
+  auto http = d.client();
+  amf::document doc;
+  const amf::value args[] = {amf::value::integer(1)};
+  for (int i = 0; i < 200; ++i) {
+    http.post("/gateway", client::netconnection_request("echo", args, i % 2 == 0));
+    http.post("/gateway", client::flex_request(std::vector{
+                              client::flex_command(doc, amf::flex::operation::client_ping, "")}));
+  }
+  const auto metrics = http.get("/metrics").body;
+  EXPECT_NE(metrics.find("\namfgate_sessions 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\namfgate_messages_total 400\n"), std::string::npos) << metrics;
+  EXPECT_TRUE(http.cookies.empty());
+}
+
+TEST(Daemon, BadRequestsGetAClearStatus) {
+  daemon d("\"limits\": {\"max_body_bytes\": 4096}");
+  auto http = d.client();
+  auto bad = http.post("/gateway", std::string("\x00\x03\x00\x00\x00\x01\x00", 7));
+  EXPECT_EQ(bad.status, 400u);
+  EXPECT_EQ(bad.body, "bad AMF packet: length larger than the input left at byte 6\n");
+  EXPECT_EQ(http.post("/gateway", std::string(5000, 'x')).status, 413u);
+  auto h = d.client();
+  EXPECT_EQ(h.post("/gateway", "x", "text/plain").status, 415u);
+  EXPECT_EQ(h.get("/gateway").status, 405u);
+  EXPECT_EQ(h.get("/nowhere").status, 404u);
+  EXPECT_EQ(h.post("/healthz", "x", "text/plain").status, 405u);
+  EXPECT_EQ(h.get("/crossdomain.xml").status, 404u);
+  EXPECT_NE(d.log().find("no policy configured"), std::string::npos);
+  raw_socket s(d.port());
+  s.send("NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_TRUE(s.read_all().starts_with("HTTP/1.1 400"));
+  EXPECT_EQ(h.get("/healthz").status, 200u);  // still serving
+}
+
+TEST(Daemon, CrossdomainHealthAndMetrics) {
+  daemon d("\"crossdomain\": {\"allow_domains\": [\"*.example.com\"]}");
+  auto http = d.client();
+  auto x = http.get("/crossdomain.xml");
+  EXPECT_EQ(x.status, 200u);
+  EXPECT_EQ(x.header("Content-Type"), "text/x-cross-domain-policy");
+  EXPECT_NE(x.body.find("<allow-access-from domain=\"*.example.com\""), std::string::npos);
+  EXPECT_EQ(http.get("/healthz").body, "ok\n");
+  const auto m = http.get("/metrics").body;
+  for (const char* name : {"amfgate_http_requests_total", "amfgate_messages_total",
+                           "amfgate_faults_total", "amfgate_received_bytes_total",
+                           "amfgate_request_duration_seconds_bucket", "amfgate_open_connections"}) {
+    EXPECT_NE(m.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(d.log().find("\"GET /crossdomain.xml\" 200"), std::string::npos) << d.log();
+}
+
+TEST(Daemon, SlowClientsAreCutOffAndConnectionsLimited) {
+  daemon d(
+      "\"limits\": {\"header_timeout_ms\": 300, \"read_timeout_ms\": 300, "
+      "\"max_connections\": 3}");
+  const auto start = std::chrono::steady_clock::now();
+  raw_socket slow(d.port());
+  slow.send("POST /gateway HTTP/1.1\r\nHost: x\r\n");  // and never the rest
+  EXPECT_EQ(slow.read_all(), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+  raw_socket body(d.port());
+  body.send(
+      "POST /gateway HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amf\r\n"
+      "Content-Length: 100\r\n\r\nabc");
+  EXPECT_EQ(body.read_all(), "");
+
+  raw_socket a(d.port()), b(d.port()), c(d.port());
+  std::this_thread::sleep_for(milliseconds(50));
+  raw_socket over(d.port());
+  EXPECT_TRUE(over.read_all().starts_with("HTTP/1.1 503"));
+}
+
+TEST(Daemon, ShutdownFinishesRequestsInFlight) {
+  daemon d;
+  amf::document doc;
+  const std::string amf =
+      client::netconnection_request("echo", std::vector{doc.string("late")}, false);
+  raw_socket s(d.port());
+  s.send(
+      "POST /gateway HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amf\r\n"
+      "Content-Length: " +
+      std::to_string(amf.size()) + "\r\n\r\n" + amf.substr(0, 10));
+  std::this_thread::sleep_for(milliseconds(100));
+  d.signal(SIGTERM);
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_THROW(d.client().get("/healthz"), std::exception);  // no longer accepting
+  s.send(amf.substr(10));
+  const std::string answer = s.read_all();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 200")) << answer;
+  EXPECT_NE(answer.find("late"), std::string::npos);
+  EXPECT_EQ(d.wait(), 0);
+  EXPECT_NE(d.log().find("draining"), std::string::npos);
+}
+
+TEST(Daemon, ASecondSignalExitsAtOnce) {
+  daemon d("\"shutdown_grace_ms\": 60000");
+  raw_socket s(d.port());
+  s.send(
+      "POST /gateway HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amf\r\n"
+      "Content-Length: 50\r\n\r\nab");
+  std::this_thread::sleep_for(milliseconds(100));
+  d.signal(SIGTERM);
+  std::this_thread::sleep_for(milliseconds(100));
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait(std::chrono::seconds(3)), 1);
+}
+
+TEST(Daemon, CorpusRequestsGetWellFormedAnswers) {
+  daemon d;
+  auto http = d.client();
+  int requests = 0;
+  for (const char* dir : {"/corpus/rocketamf/request", "/corpus/phpamf/Request/mock"}) {
+    for (const auto& f :
+         std::filesystem::directory_iterator(AMFGATE_SHARED_DIR + std::string(dir))) {
+      std::ifstream in(f.path(), std::ios::binary);
+      const std::string bytes(std::istreambuf_iterator<char>(in), {});
+      amf::document doc;
+      amf::decode_error ec;
+      amf::packet req = amf::decode_packet(amf::as_bytes(bytes), doc, ec);
+      if (ec || req.bodies.empty() || !req.bodies[0].is_request()) continue;
+      ++requests;
+      auto res = http.post("/gateway", bytes);
+      ASSERT_EQ(res.status, 200u) << f.path() << ": " << res.body;
+      amf::packet p = decode(res.body, doc);
+      ASSERT_EQ(p.bodies.size(), req.bodies.size()) << f.path();
+      for (std::size_t i = 0; i < p.bodies.size(); ++i) {
+        const std::string r(req.bodies[i].response);
+        EXPECT_TRUE(p.bodies[i].target == r + "/onResult" || p.bodies[i].target == r + "/onStatus")
+            << f.path() << ": " << p.bodies[i].target;
+        if (req.bodies[i].target == "null") {
+          EXPECT_TRUE(amf::flex::read(p.bodies[i].val, doc)) << f.path();
+        }
+      }
+    }
+  }
+  EXPECT_GE(requests, 10);
+}
+
+}  // namespace
+}  // namespace amfgate::test
