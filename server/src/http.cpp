@@ -156,7 +156,10 @@ struct shared_state {
 class connection : public std::enable_shared_from_this<connection> {
  public:
   connection(tcp::socket&& socket, shared_state& st, bool over_limit)
-      : stream_(std::move(socket)), st_(st), over_limit_(over_limit) {
+      : stream_(std::move(socket)),
+        watchdog_(stream_.get_executor()),
+        st_(st),
+        over_limit_(over_limit) {
     beast::error_code ec;
     const auto ep = stream_.socket().remote_endpoint(ec);
     client_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
@@ -187,13 +190,35 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
  private:
+  // Timeouts: every step moves one deadline; a single timer per connection follows it
+  // lazily (re-armed only when it fires before the deadline), so a request costs no timer
+  // system calls.
+  void arm(clock::duration d) {
+    deadline_ = clock::now() + d;
+    if (watching_) return;
+    watching_ = true;
+    watch();
+  }
+
+  void watch() {
+    watchdog_.expires_at(deadline_);
+    watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;
+      if (clock::now() < self->deadline_) return self->watch();
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+      self->stream_.socket().close(ignored);
+    });
+  }
+
   void read_header() {
     if (st_.draining) return close();
     parser_.emplace();
     parser_->body_limit(st_.cfg.limits.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(st_.cfg.limits.max_header_bytes));
     busy_ = false;
-    stream_.expires_after(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
+    arm(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&connection::on_header, shared_from_this()));
   }
@@ -202,20 +227,27 @@ class connection : public std::enable_shared_from_this<connection> {
     busy_ = true;
     if (ec) return read_failed(ec);
     started_ = clock::now();
+    // Most AMF bodies arrive with their headers: parse them from the buffer, with no second
+    // read (and no timer) on the way.
+    if (const auto length = parser_->content_length(); length && buffer_.size() >= *length) {
+      const std::size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec || parser_->is_done()) return on_read(ec, used);
+    }
     // A slow body is bounded by the read timeout from here.
-    stream_.expires_after(st_.cfg.limits.read_timeout);
+    arm(st_.cfg.limits.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&connection::on_read, shared_from_this()));
   }
 
   void read_failed(beast::error_code ec) {
+    if (timed_out_) {
+      if (busy_) st_.log->info("{}: request not received in time, closing", client_);
+      return close();
+    }
     if (ec == http::error::end_of_stream || ec == net::error::eof ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted ||
         ec == net::error::bad_descriptor) {
-      return close();
-    }
-    if (ec == beast::error::timeout) {
-      if (busy_) st_.log->info("{}: request not received in time, closing", client_);
       return close();
     }
     if (ec == http::error::body_limit) {
@@ -272,7 +304,7 @@ class connection : public std::enable_shared_from_this<connection> {
                        method, target, out.status, bytes_in, bytes_out, out.messages, out.faults,
                        seconds * 1000);
     }
-    stream_.expires_after(st_.cfg.limits.read_timeout);
+    arm(st_.cfg.limits.read_timeout);
     http::async_write(
         stream_, *res,
         [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
@@ -292,6 +324,7 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void close() {
+    watchdog_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
@@ -303,6 +336,10 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   beast::tcp_stream stream_;
+  net::steady_timer watchdog_;
+  clock::time_point deadline_;
+  bool watching_ = false;
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   shared_state& st_;

@@ -24,7 +24,7 @@ struct exchange {
 
   // Set by the gateway:
   unsigned status = 200;
-  std::string content_type = "application/x-amf";
+  std::string_view content_type = "application/x-amf";  ///< a literal
   std::string body;
   std::string new_session_id;  ///< a session was created: send the cookie
   bool session_ended = false;  ///< logout: clear the cookie

@@ -22,7 +22,7 @@ namespace amfgate::server {
 
 struct http_reply {
   unsigned status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
+  std::string_view content_type = "text/plain; charset=utf-8";  ///< a literal
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::size_t messages = 0, faults = 0;

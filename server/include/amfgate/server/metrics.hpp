@@ -14,23 +14,39 @@ class metrics {
                                                   0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
 
   void request(unsigned status, double seconds, std::uint64_t bytes_in, std::uint64_t bytes_out);
-  void messages(std::uint64_t n, std::uint64_t faults) {
-    messages_ += n;
-    faults_ += faults;
-  }
-  void connection_opened() { ++open_connections_; }
-  void connection_closed() { --open_connections_; }
-  std::int64_t open_connections() const { return open_connections_; }
+  void messages(std::uint64_t n, std::uint64_t faults);
+  void connection_opened() { open_connections_.fetch_add(1, std::memory_order_relaxed); }
+  void connection_closed() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
+  std::int64_t open_connections() const { return open_connections_.load(); }
 
   /// Prometheus text exposition format; `sessions` is the session store's size.
   std::string render(std::size_t sessions) const;
 
  private:
-  std::atomic<std::uint64_t> requests_2xx_{0}, requests_4xx_{0}, requests_5xx_{0};
-  std::atomic<std::uint64_t> messages_{0}, faults_{0}, bytes_in_{0}, bytes_out_{0};
-  std::array<std::atomic<std::uint64_t>, buckets.size()> latency_{};
-  std::atomic<std::uint64_t> latency_count_{0};
-  std::atomic<std::uint64_t> latency_micros_{0};
+  // Counters are sharded by thread so that I/O threads do not fight over cache lines;
+  // rendering sums the shards.
+  enum counter : std::size_t {
+    requests_2xx,
+    requests_4xx,
+    requests_5xx,
+    messages_total,
+    faults_total,
+    bytes_in,
+    bytes_out,
+    latency_count,
+    latency_micros,
+    latency_bucket0,
+    counter_count = latency_bucket0 + buckets.size()
+  };
+  struct alignas(64) shard {
+    std::array<std::atomic<std::uint64_t>, counter_count> c{};
+  };
+  static constexpr std::size_t shard_count = 16;
+  shard& local();
+  void add(counter k, std::uint64_t n) { local().c[k].fetch_add(n, std::memory_order_relaxed); }
+  std::uint64_t sum(std::size_t k) const;
+
+  std::array<shard, shard_count> shards_{};
   std::atomic<std::int64_t> open_connections_{0};
 };
 
