@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Load run: wrk posts recorded AMF bodies (an AMF0 echo and a Flex echo) to amfgate, and the
+# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). Rounds are
+# interleaved and medians reported, since a shared machine drifts: requests/s, p50/p99
+# latency, server CPU per request (from /proc), and each ratio to the ceiling's.
+# Loopback only; bounded in time.
+#   tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+seconds=${1:-5}
+connections=${2:-16}
+rounds=${3:-3}
+command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
+cmake --build build/release -j"$(nproc)" --target amfgate amfdump bare_server >/dev/null
+
+work=$(mktemp -d)
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+for r in amf0-echo flex-echo; do
+  build/release/codec/amfdump --encode --packet "tests/bench/load/$r.json" >"$work/$r.amf"
+done
+cat >"$work/amfgate.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18481}, "threads": 2, "log": {"access": false}}
+JSON
+build/release/tests/bench/bare_server 18480 2 & bare=$!
+build/release/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & gate=$!
+pids=("$bare" "$gate")
+sleep 1
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() {  # run NAME PID URL BODY: one line "NAME rps p50 p99 cpu_us errors"
+  local t0 t1 line
+  t0=$(cpu_ticks "$2")
+  line=$(AMF_BODY=$4 wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" |
+    grep '^RESULT')
+  t1=$(cpu_ticks "$2")
+  echo "$line" | awk -v n="$1" -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" '{
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    printf "%s %s %s %s %.2f %s\n", n, v["rps"], v["p50_ms"], v["p99_ms"],
+      (b - a) / hz * 1e6 / v["requests"], v["errors"] }'
+}
+for r in $(seq "$rounds"); do
+  run ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
+  run amf0-echo "$gate" http://127.0.0.1:18481/gateway "$work/amf0-echo.amf"
+  run flex-echo "$gate" http://127.0.0.1:18481/gateway "$work/flex-echo.amf"
+done >"$work/results"
+
+# Medians per case, and ratios to the ceiling's medians.
+awk -v rounds="$rounds" '
+  function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return a[int((n + 1) / 2)]
+  }
+  { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; p99[$1] = p99[$1] " " $4
+    cpu[$1] = cpu[$1] " " $5; err[$1] += $6; order[$1] = NR }
+  END {
+    c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
+    printf "%-10s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
+      "cpu us/req", "req/s ratio", "cpu ratio", "errors"
+    split("ceiling amf0-echo flex-echo", names, " ")
+    for (k = 1; k <= 3; k++) {
+      n = names[k]
+      printf "%-10s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
+        median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
+    }
+    printf "(medians of %d interleaved rounds; cpu ratio = ceiling cpu / case cpu)\n", rounds
+  }' "$work/results"
