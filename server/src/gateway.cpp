@@ -74,6 +74,7 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
     : cfg_(cfg), services_(services), sessions_(sessions), auth_(auth), log_(std::move(log)) {}
 
 void gateway::handle(std::string_view body, exchange& ex) {
+  ex.body.clear();
   amf::document doc(body.size() * 2 + 1024);
   amf::decode_options opt;
   opt.classes = &services_.classes();

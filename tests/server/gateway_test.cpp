@@ -170,6 +170,41 @@ TEST_F(Gateway, FlexPingLoginLogoutAndAccessRules) {
   EXPECT_FALSE(sessions_.find(sid));
 }
 
+TEST_F(Gateway, SmallMessagesOnlyWhenEnabledAndNegotiated) {
+  amf::document d;
+  const amf::value ping_message = client::flex_command(d, amf::flex::operation::client_ping, "");
+  const auto ping = client::flex_request(std::vector{ping_message});
+  amf::packet p = call(ping);
+  EXPECT_NE(p.bodies[0].val.as_object(), nullptr);  // full AcknowledgeMessage by default
+  EXPECT_TRUE(last_.new_session_id.empty());
+
+  cfg_.small_messages = true;
+  p = call(ping);  // the ping carries DSMessagingVersion 1: the answer is already DSK
+  const amf::external_node* e = p.bodies[0].val.as_external();
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->cls->alias, "DSK");
+  auto ack = amf::flex::read(p.bodies[0].val, doc_);
+  ASSERT_TRUE(ack);
+  EXPECT_EQ(ack->correlation_id, amf::flex::read(ping_message, d)->message_id);
+  EXPECT_TRUE(amf::flex::uuid_bytes(ack->header("DSId").as_string()));
+  const std::string sid = last_.new_session_id;
+  ASSERT_FALSE(sid.empty());  // the negotiation is kept in a session
+
+  exchange ex;
+  ex.session_id = sid;
+  p = call(client::flex_request(std::vector{client::flex_remoting(
+               d, "EchoService", "echo", std::vector{d.string("small")}, "")}),
+           ex);
+  ASSERT_NE(p.bodies[0].val.as_external(), nullptr);
+  EXPECT_EQ(amf::flex::read(p.bodies[0].val, doc_)->body.as_string(), "small");
+  // Errors never go small.
+  exchange again;
+  again.session_id = sid;
+  p = call(client::flex_request(std::vector{client::flex_remoting(d, "Shop", "boom", {}, "")}),
+           again);
+  EXPECT_NE(p.bodies[0].val.as_object(), nullptr);
+}
+
 TEST_F(Gateway, CredentialsHeaderLogsInForNetConnection) {
   amf::packet p = call(client::netconnection_request("Admin.secret", {}, false, "ann", "pw"));
   EXPECT_EQ(p.bodies[0].val.as_string(), "42");
