@@ -37,48 +37,46 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
 
 std::string metrics::render(std::size_t sessions) const {
   std::string out;
-  auto line = [&](const char* text) { out += text; };
-  auto value = [&](const char* name, const char* labels, double v) {
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s%s %.17g\n", name, labels, v);
-    out += buf;
+  auto sample = [&](std::string_view name, std::string_view labels, double v) {
+    char number[32];
+    std::snprintf(number, sizeof number, " %.17g\n", v);
+    out.append(name).append(labels).append(number);
   };
-  auto u = [this](std::size_t k) { return static_cast<double>(sum(k)); };
-  line("# HELP amfgate_http_requests_total HTTP requests answered, by status class.\n");
-  line("# TYPE amfgate_http_requests_total counter\n");
-  value("amfgate_http_requests_total", "{class=\"2xx\"}", u(requests_2xx));
-  value("amfgate_http_requests_total", "{class=\"4xx\"}", u(requests_4xx));
-  value("amfgate_http_requests_total", "{class=\"5xx\"}", u(requests_5xx));
-  line("# HELP amfgate_messages_total AMF messages (bodies and Flex messages) handled.\n");
-  line("# TYPE amfgate_messages_total counter\n");
-  value("amfgate_messages_total", "", u(messages_total));
-  line("# HELP amfgate_faults_total Messages answered with a fault.\n");
-  line("# TYPE amfgate_faults_total counter\n");
-  value("amfgate_faults_total", "", u(faults_total));
-  line("# HELP amfgate_received_bytes_total Request body bytes.\n");
-  line("# TYPE amfgate_received_bytes_total counter\n");
-  value("amfgate_received_bytes_total", "", u(bytes_in));
-  line("# HELP amfgate_sent_bytes_total Response body bytes.\n");
-  line("# TYPE amfgate_sent_bytes_total counter\n");
-  value("amfgate_sent_bytes_total", "", u(bytes_out));
-  line("# HELP amfgate_request_duration_seconds Time from request read to response ready.\n");
-  line("# TYPE amfgate_request_duration_seconds histogram\n");
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+  };
+  auto total = [&](std::string_view name, std::string_view help, std::size_t k) {
+    family(name, "counter", help);
+    sample(name, "", static_cast<double>(sum(k)));
+  };
+  family("amfgate_http_requests_total", "counter", "HTTP requests answered, by status class.");
+  sample("amfgate_http_requests_total", "{class=\"2xx\"}", static_cast<double>(sum(requests_2xx)));
+  sample("amfgate_http_requests_total", "{class=\"4xx\"}", static_cast<double>(sum(requests_4xx)));
+  sample("amfgate_http_requests_total", "{class=\"5xx\"}", static_cast<double>(sum(requests_5xx)));
+  total("amfgate_messages_total", "AMF messages (bodies and Flex messages) handled.",
+        messages_total);
+  total("amfgate_faults_total", "Messages answered with a fault.", faults_total);
+  total("amfgate_received_bytes_total", "Request body bytes.", bytes_in);
+  total("amfgate_sent_bytes_total", "Response body bytes.", bytes_out);
+  family("amfgate_request_duration_seconds", "histogram",
+         "Time from request read to response ready.");
   std::uint64_t cumulative = 0;
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     cumulative += sum(latency_bucket0 + i);
-    char le[64];
+    char le[32];
     std::snprintf(le, sizeof le, "{le=\"%g\"}", buckets[i]);
-    value("amfgate_request_duration_seconds_bucket", le, static_cast<double>(cumulative));
+    sample("amfgate_request_duration_seconds_bucket", le, static_cast<double>(cumulative));
   }
-  value("amfgate_request_duration_seconds_bucket", "{le=\"+Inf\"}", u(latency_count));
-  value("amfgate_request_duration_seconds_sum", "", u(latency_micros) / 1e6);
-  value("amfgate_request_duration_seconds_count", "", u(latency_count));
-  line("# HELP amfgate_open_connections Client connections open now.\n");
-  line("# TYPE amfgate_open_connections gauge\n");
-  value("amfgate_open_connections", "", static_cast<double>(open_connections_.load()));
-  line("# HELP amfgate_sessions Sessions in the store.\n");
-  line("# TYPE amfgate_sessions gauge\n");
-  value("amfgate_sessions", "", static_cast<double>(sessions));
+  sample("amfgate_request_duration_seconds_bucket", "{le=\"+Inf\"}",
+         static_cast<double>(sum(latency_count)));
+  sample("amfgate_request_duration_seconds_sum", "",
+         static_cast<double>(sum(latency_micros)) / 1e6);
+  sample("amfgate_request_duration_seconds_count", "", static_cast<double>(sum(latency_count)));
+  family("amfgate_open_connections", "gauge", "Client connections open now.");
+  sample("amfgate_open_connections", "", static_cast<double>(open_connections_.load()));
+  family("amfgate_sessions", "gauge", "Sessions in the store.");
+  sample("amfgate_sessions", "", static_cast<double>(sessions));
   return out;
 }
 

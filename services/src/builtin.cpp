@@ -2,9 +2,6 @@
 
 namespace amfgate::services {
 
-namespace {
-
-// writeExternal of org.red5.demos.echo.ExternalizableClass, in order (echotest.md case 13).
 std::vector<amf::op_spec> red5_externalizable_layout() {
   using k = amf::external_op;
   return {{k::boolean},
@@ -30,8 +27,6 @@ std::vector<amf::op_spec> red5_externalizable_layout() {
           {k::utf},
           {k::utf_bytes, 12}};
 }
-
-}  // namespace
 
 void add_echo_service(registry& r) {
   auto echo = [](amf::value x) { return x; };

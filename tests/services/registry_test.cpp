@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "amf/decode.hpp"
+#include "amf/encode.hpp"
+#include "amf/json.hpp"
 #include "amfgate/services/builtin.hpp"
 
 struct user {
@@ -119,6 +122,35 @@ TEST(Builtin, EchoReturnsTheValueItselfAndIntrospectionDescribes) {
   EXPECT_EQ(methods->dense[0].as_object()->find("name")->as_string(), "echo");
   EXPECT_THROW(call(r, "amfgate.Introspection", "describeService", {doc.string("Nope")}, doc),
                fault);
+}
+
+TEST(Builtin, Red5ExternalizableClassPayloadRoundTrips) {
+  registry r;
+  add_echo_service(r);
+  amf::decode_options o;
+  o.classes = &r.classes();
+  // writeExternal of the Red5 echo client: booleans, bytes, double, float, ints, the
+  // multibyte strings in iso-8859-1 and utf-8, a nested AMF3 array, shorts, uints, UTF.
+  const std::string in = amf::json::from_hex(
+      "0a074f6f72672e726564352e64656d6f732e6563686f2e45787465726e616c697a61626c65436c617373"
+      "010000ff017f813ff00000000000004000000000000000ffffffff00000001"
+      "e4f6fcc4d6dcdfc3a4c3b6c3bcc384c396c39cc39f"
+      "09070104030607"
+      "6f6e65053ff0000000000000"
+      "0000ffff00010000000000000001000c48656c6c6f20776f726c642148656c6c6f20776f726c6421");
+  amf::document doc;
+  amf::value v = amf::decode_amf3(amf::as_bytes(in), doc, o);
+  const amf::external_node* e = v.as_external();
+  ASSERT_NE(e, nullptr);
+  ASSERT_EQ(e->ops.size(), red5_externalizable_layout().size());
+  EXPECT_EQ(e->ops[12].val.as_string(), e->ops[13].val.as_string());  // the same text twice
+  EXPECT_EQ(e->ops[21].val.as_string(), "Hello world!");
+  std::string out;
+  amf::encode_amf3(v, out);
+  EXPECT_EQ(out, in);
+  // The older alias reads the same way.
+  EXPECT_EQ(r.classes().find("org.red5.server.webapp.echo.ExternalizableClass"),
+            r.classes().find("org.red5.demos.echo.ExternalizableClass"));
 }
 
 }  // namespace
