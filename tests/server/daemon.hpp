@@ -97,6 +97,17 @@ class daemon {
     return -1;
   }
 
+  /// True once the log holds `text`; the daemon logs asynchronously and flushes each second.
+  bool logged(const std::string& text,
+              std::chrono::milliseconds timeout = std::chrono::seconds(5)) const {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    do {
+      if (log().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (std::chrono::steady_clock::now() < end);
+    return false;
+  }
+
   std::string log() const {
     std::ifstream f(log_);
     return std::string(std::istreambuf_iterator<char>(f), {});
