@@ -1,8 +1,13 @@
 #include "amfgate/server/gateway.hpp"
 
 #include <gtest/gtest.h>
+
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
 
 #include "amf/decode.hpp"
 #include "amf/flex.hpp"
@@ -227,6 +232,62 @@ TEST_F(Gateway, UndecodablePacketsAre400WithTheOffset) {
   EXPECT_EQ(ex.status, 400u);
   EXPECT_EQ(ex.body, "bad AMF packet: unknown type marker at byte " +
                          std::to_string(body.size() - 9) + "\n");
+}
+
+// Every corpus request, mutated many ways (bit flips, truncation, inserted and repeated
+// bytes): the gateway answers 200 with a packet that decodes, or 400; never anything else.
+TEST_F(Gateway, SurvivesMutatedRequests) {
+  cfg_.small_messages = true;
+  std::vector<std::string> seeds;
+  for (const char* dir : {"/corpus/rocketamf/request", "/corpus/phpamf/Request/mock"}) {
+    for (const auto& f :
+         std::filesystem::directory_iterator(std::string(AMFGATE_SHARED_DIR) + dir)) {
+      std::ifstream in(f.path(), std::ios::binary);
+      seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  }
+  ASSERT_GE(seeds.size(), 10u);
+  std::mt19937 rng(20261202);
+  gateway gw(cfg_, registry_, sessions_, users_, log_);
+  std::size_t answered = 0, refused = 0;
+  for (const auto& seed : seeds) {
+    for (int i = 0; i < 1500; ++i) {
+      std::string m = seed;
+      const int edits = 1 + static_cast<int>(rng() % 4);
+      for (int e = 0; e < edits && !m.empty(); ++e) {
+        const std::size_t at = rng() % m.size();
+        switch (rng() % 4) {
+          case 0:
+            m[at] = static_cast<char>(m[at] ^ (1 << (rng() % 8)));
+            break;
+          case 1:
+            m.resize(at);
+            break;
+          case 2:
+            m.insert(at, 1, static_cast<char>(rng()));
+            break;
+          default:
+            m.insert(at, m.substr(at, rng() % 16));
+            break;
+        }
+      }
+      exchange ex;
+      ex.session_id = i % 3 == 0 ? "" : "0123456789abcdef0123456789abcdef";
+      ASSERT_NO_THROW(gw.handle(m, ex));
+      if (ex.status == 200) {
+        amf::document d;
+        amf::decode_error ec;
+        amf::decode_packet(amf::as_bytes(ex.body), d, ec);
+        ASSERT_FALSE(ec) << ec.message();
+        ++answered;
+      } else {
+        ASSERT_EQ(ex.status, 400u);
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(answered, 100u);
+  EXPECT_GT(refused, 100u);
 }
 
 }  // namespace
