@@ -19,13 +19,6 @@ class index_map {
  public:
   static constexpr std::uint32_t npos = 0xFFFFFFFF;
 
-  std::uint32_t find(const Key& k) const {
-    if (slots_.empty()) return npos;
-    for (std::size_t i = Hash{}(k)&mask_;; i = (i + 1) & mask_) {
-      if (slots_[i].index == npos) return npos;
-      if (Eq{}(slots_[i].key, k)) return slots_[i].index;
-    }
-  }
   /// The index of `k` if present; else inserts `k` with `index` and returns npos.
   std::uint32_t find_or_insert(const Key& k, std::uint32_t index) {
     if ((size_ + 1) * 2 > slots_.size()) grow();
@@ -36,11 +29,6 @@ class index_map {
     slots_[i] = {k, index};
     ++size_;
     return npos;
-  }
-  void insert(const Key& k, std::uint32_t index) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
-    place(k, index);
-    ++size_;
   }
   void clear() {
     slots_.clear();
