@@ -338,6 +338,23 @@ bool reader::amf3(value& out) {
   }
 }
 
+// Name/value pairs up to the empty name: an array's associative part, an object's dynamic
+// members. Collected on the scratch stack (nested values push above and pop), then copied.
+bool reader::amf3_members(std::pmr::vector<member>& out) {
+  const std::size_t base = scratch_.size();
+  for (;;) {
+    std::string_view name;
+    if (!string3(name)) return false;
+    if (name.empty()) break;
+    value v;
+    if (!amf3(v)) return false;
+    scratch_.push_back({name, v});
+  }
+  out.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(base), scratch_.end());
+  scratch_.resize(base);
+  return true;
+}
+
 bool reader::amf3_array(const std::byte* tok, value& out) {
   std::uint32_t h;
   if (!u29(h)) return false;
@@ -346,17 +363,7 @@ bool reader::amf3_array(const std::byte* tok, value& out) {
   if (!g.ok(tok) || !count(h >> 1, 1)) return false;
   auto* a = doc_.create<array_node>(type::array, doc_.resource());
   if (!add_object(amf3_objects, a)) return false;
-  const std::size_t base = scratch_.size();
-  for (;;) {
-    std::string_view key;
-    if (!string3(key)) return false;
-    if (key.empty()) break;
-    value v;
-    if (!amf3(v)) return false;
-    scratch_.push_back({key, v});
-  }
-  a->assoc.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(base), scratch_.end());
-  scratch_.resize(base);
+  if (!amf3_members(a->assoc)) return false;
   // The associative part may have used up the bytes that the count was checked against.
   if (!count(h >> 1, 1)) return false;
   a->dense.resize(h >> 1);
@@ -412,19 +419,7 @@ bool reader::amf3_object(const std::byte* tok, value& out) {
   for (auto& v : o->sealed) {
     if (!amf3(v)) return false;
   }
-  if (t->dynamic) {
-    const std::size_t base = scratch_.size();
-    for (;;) {
-      std::string_view name;
-      if (!string3(name)) return false;
-      if (name.empty()) break;
-      value v;
-      if (!amf3(v)) return false;
-      scratch_.push_back({name, v});
-    }
-    o->dynamic.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(base), scratch_.end());
-    scratch_.resize(base);
-  }
+  if (t->dynamic && !amf3_members(o->dynamic)) return false;
   out = value::of(o);
   return true;
 }

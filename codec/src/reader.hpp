@@ -85,6 +85,7 @@ class reader {
   bool reference(std::uint32_t index, type expected, const std::byte* tok, value& out);
 
   bool amf0_members(std::pmr::vector<member>& out);
+  bool amf3_members(std::pmr::vector<member>& out);
   bool amf3_object(const std::byte* tok, value& out);
   bool amf3_array(const std::byte* tok, value& out);
   bool amf3_vector(type kind, const std::byte* tok, value& out);
