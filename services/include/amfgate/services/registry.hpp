@@ -142,29 +142,30 @@ struct binder<R, std::tuple<A...>> {
   template <class F>
   static method make(F f) {
     if constexpr (with_context) {
-      return tail(std::move(f), static_cast<std::tuple<A...>*>(nullptr));
+      return without_context_parameter(std::move(f), static_cast<std::tuple<A...>*>(nullptr));
     } else {
-      method m;
-      m.parameters = {std::string(amf::adaptor<plain<A>>::expected())...};
-      m.result = result_name();
-      m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
-        return call<R, false, F, A...>(f, ctx, args, std::index_sequence_for<A...>{});
-      };
-      return m;
+      return build<false, F, A...>(std::move(f));
     }
   }
 
  private:
+  // The AMF arguments are the parameters after a leading call_context&.
   template <class F, class First, class... Rest>
-  static method tail(F f, std::tuple<First, Rest...>*) {
+  static method without_context_parameter(F f, std::tuple<First, Rest...>*) {
+    return build<true, F, Rest...>(std::move(f));
+  }
+
+  template <bool WithContext, class F, class... P>
+  static method build(F f) {
     method m;
-    m.parameters = {std::string(amf::adaptor<plain<Rest>>::expected())...};
+    m.parameters = {std::string(amf::adaptor<plain<P>>::expected())...};
     m.result = result_name();
     m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
-      return call<R, true, F, Rest...>(f, ctx, args, std::index_sequence_for<Rest...>{});
+      return call<R, WithContext, F, P...>(f, ctx, args, std::index_sequence_for<P...>{});
     };
     return m;
   }
+
   static std::string result_name() {
     if constexpr (std::is_void_v<R>) {
       return "void";
