@@ -108,22 +108,21 @@ void gateway::handle(std::string_view body, exchange& ex) {
   for (const auto& b : in.bodies) {
     ++ex.messages;
     bool failed = false;
+    amf::value reply;
+    std::string_view response_uri;  // BlazeDS answers Flex with "", PyAMF/Flash use "null"
     if (b.target == "null") {
       // Flex: one message per body, inside an argument array or (some clients) bare.
       amf::value msg = b.val;
       if (auto* a = msg.as_array(); a && msg.kind() == amf::type::array && a->dense.size() == 1) {
         msg = a->dense[0];
       }
-      amf::value reply = flex_message(rq, msg, failed);
-      out.bodies.push_back(
-          {doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")), "",
-           amf::unknown_length, reply.with_flags(amf::value::avmplus)});
+      reply = flex_message(rq, msg, failed).with_flags(amf::value::avmplus);
     } else {
-      amf::value reply = call_netconnection(rq, b, failed);
-      out.bodies.push_back(
-          {doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")), "null",
-           amf::unknown_length, reply});
+      reply = call_netconnection(rq, b, failed);
+      response_uri = "null";
     }
+    out.bodies.push_back({doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")),
+                          response_uri, amf::unknown_length, reply});
     if (failed) ++ex.faults;
   }
   if (rq.session_dirty && rq.sess) sessions_.save(*rq.sess);
