@@ -130,7 +130,9 @@ void gateway::handle(std::string_view body, exchange& ex) {
     out.headers.push_back({"AppendToGatewayUrl", false, amf::unknown_length,
                            doc.string(";" + cfg_.sessions.cookie + "=" + ex.new_session_id)});
   }
-  amf::encode_packet(out, ex.body);
+  // Every length field says "unknown" (ff ff ff ff), as Flash Player's servers (BlazeDS, Red5)
+  // answer; clients never read them.
+  amf::encode_packet(out, ex.body, amf::length_fields::as_given);
 }
 
 void gateway::login(request& rq, std::string_view user, std::string_view password) {
