@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
   libcrypt-dev)
-test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk)
+test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev)
 
 case "${1:-test}" in
   runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1) ;;
@@ -19,6 +19,8 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js and npm run the EchoTest's independent peer (npm package amf); any install will do.
+if [ "${1:-test}" = test ] && ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,5 +1,9 @@
 #include "cases.hpp"
 
+#include <zlib.h>
+
+#include <stdexcept>
+
 #include "amf/decode.hpp"
 #include "amf/externalizable.hpp"
 
@@ -47,12 +51,51 @@ value red5_externalizable(document& doc) {
   return value::of(e);
 }
 
-// Stands in for the zlib-compressed PNG of an 80x80 bitmap: deterministic bytes with the
-// PNG signature and zlib header, 2,000 long.
+// zlib's compress(), as Flash's ByteArray.compress() writes it.
+std::string zlib(std::string_view in) {
+  uLongf size = compressBound(static_cast<uLong>(in.size()));
+  std::string out(size, '\0');
+  if (compress2(reinterpret_cast<Bytef*>(out.data()), &size,
+                reinterpret_cast<const Bytef*>(in.data()), static_cast<uLong>(in.size()),
+                Z_DEFAULT_COMPRESSION) != Z_OK) {
+    throw std::runtime_error("zlib compress failed");
+  }
+  out.resize(size);
+  return out;
+}
+
+// The EchoTest's picture: an 80x80 BitmapData (here a red disc on transparent white) encoded
+// as mx.graphics.codec.PNGEncoder does (8-bit RGBA, filter 0 on every row), then compressed.
 value png_bytes(document& doc) {
-  std::string b = "\x89PNG\r\n\x1a\n\x78\x9c";
-  for (std::uint32_t i = 0; b.size() < 2000; ++i) b += static_cast<char>((i * 2654435761u) >> 24);
-  return value::of(doc.bytes(amf::as_bytes(b)));
+  constexpr std::uint32_t side = 80;
+  auto be32 = [](std::string& s, std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) s += static_cast<char>(v >> shift);
+  };
+  std::string png = "\x89PNG\r\n\x1a\n";
+  auto chunk = [&](std::string_view type, const std::string& data) {
+    be32(png, static_cast<std::uint32_t>(data.size()));
+    const std::string body = std::string(type) + data;
+    png += body;
+    be32(png, static_cast<std::uint32_t>(
+                  crc32(0, reinterpret_cast<const Bytef*>(body.data()), body.size())));
+  };
+  std::string header;
+  be32(header, side);
+  be32(header, side);
+  header += std::string("\x08\x06\x00\x00\x00", 5);  // 8 bits, RGBA, deflate, no interlace
+  std::string pixels;
+  for (std::uint32_t y = 0; y < side; ++y) {
+    pixels += '\0';
+    for (std::uint32_t x = 0; x < side; ++x) {
+      const int dx = static_cast<int>(x) - 40, dy = static_cast<int>(y) - 40;
+      const bool disc = dx * dx + dy * dy < 30 * 30;
+      pixels += disc ? std::string("\xff\x00\x00\xff", 4) : std::string("\xff\xff\xff\x00", 4);
+    }
+  }
+  chunk("IHDR", header);
+  chunk("IDAT", zlib(pixels));
+  chunk("IEND", "");
+  return value::of(doc.bytes(amf::as_bytes(zlib(png))));
 }
 
 }  // namespace
@@ -121,9 +164,10 @@ std::vector<echo_case> all_cases() {
     return value::of(a);
   });
   add("[1] with a[\"one\"]=1", false, [](document& d, bool a3) {
-    if (!a3) {
+    if (!a3) {  // as Flash sends it: an ECMA array that includes its length
       auto* e = d.create<amf::array_node>(amf::type::ecma_array, d.resource());
       e->ecma_count = 1;
+      e->assoc.push_back({"length", value::number(1)});
       e->assoc.push_back({"0", value::number(1)});
       e->assoc.push_back({"one", value::number(1)});
       return value::of(e);

@@ -1,11 +1,17 @@
 // echotest: the EchoTest cases against any AMF gateway (../shared/spec/echotest.md).
 //
 //   echotest URL [--modes amf0,amf3,flex] [--user U --password P] [--only SUBSTRING]
+//            [--save-amf0 DIR]
 //
 // Sends every case in each mode it belongs to, as Flash Player encodes it, and checks the
 // answer strictly: type, value (doubles bit for bit), alias, traits and sharing; in the
 // NetConnection modes also that the answer's value bytes are the request's argument bytes.
+// The AMF0 mode also replays captured Flash Player requests as they are and requires the
+// whole answer, byte for byte. --save-amf0 writes each AMF0 answer (and what it should hold)
+// to DIR for peer/check.js, the independent reader.
 // Prints one line per case and mode, then "N passed, M failed"; exits 1 on any failure.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -18,7 +24,9 @@
 #include "amf/packet.hpp"
 #include "amfgate/server/client.hpp"
 #include "amfgate/services/builtin.hpp"
+#include "captured.hpp"
 #include "cases.hpp"
+#include "peer.hpp"
 
 namespace {
 
@@ -72,6 +80,8 @@ struct runner {
   std::string dsid;
   amf::decode_options options;
   amfgate::services::registry classes;  // for the Red5 ExternalizableClass codec
+  std::filesystem::path save_dir;       // --save-amf0
+  int saved = 0;
 
   runner(const amfgate::client::url& u, std::string usr, std::string pw)
       : url(u), http(u.host, u.port), user(std::move(usr)), password(std::move(pw)) {
@@ -112,6 +122,57 @@ struct runner {
     }
   }
 
+  // Writes NNN.amf (the answer), NNN.expect (the case's name, then the peer's expected
+  // reading, or "=request" to compare with its reading of NNN.request).
+  void save(const std::string& name, const std::string& answer, const std::string& expect,
+            const std::string& request = {}) {
+    if (save_dir.empty()) return;
+    char stem[16];
+    std::snprintf(stem, sizeof stem, "%03d", ++saved);
+    auto write = [&](const char* ext, const std::string& bytes) {
+      std::ofstream out(save_dir / (std::string(stem) + ext), std::ios::binary);
+      out << bytes;
+      if (!out) throw std::runtime_error("cannot write to " + save_dir.string());
+    };
+    write(".amf", answer);
+    write(".expect", name + "\n" + expect + "\n");
+    if (!request.empty()) write(".request", request);
+  }
+
+  // A captured request, sent as it is: the answer must be exactly the Flash Player response
+  // to it, `00 00 00 00 00 01 | "/N/onResult" | "null" | ff ff ff ff | argument bytes`.
+  std::string run_captured(const amfgate::echotest::captured_request& c) {
+    const std::string request = amfgate::echotest::request_bytes(c);
+    auto u16 = [&](std::size_t at) {
+      return (static_cast<unsigned char>(request.at(at)) << 8) |
+             static_cast<unsigned char>(request.at(at + 1));
+    };
+    const std::size_t response_at = 8 + u16(6);  // after version, counts and the target
+    const std::string response_uri = request.substr(response_at + 2, u16(response_at));
+    const std::size_t value_at = response_at + 2 + response_uri.size() + 4 + 5;  // 0a 00000001
+    const std::string value = request.substr(value_at);
+    const std::string target = response_uri + "/onResult";
+    std::string expected("\0\0\0\0\0\1", 6);
+    expected += static_cast<char>(target.size() >> 8);
+    expected += static_cast<char>(target.size() & 0xff);
+    expected += target;
+    expected += std::string("\0\4null\xff\xff\xff\xff", 10);
+    expected += value;
+    const std::string answer = post(request);
+    save("captured: " + c.name, answer, "=request", request);
+    if (answer == expected) return {};
+    std::size_t i = 0;
+    while (i < answer.size() && i < expected.size() && answer[i] == expected[i]) ++i;
+    if (i == answer.size() || i == expected.size()) {
+      return "the answer is " + std::to_string(answer.size()) + " bytes, Flash expects " +
+             std::to_string(expected.size());
+    }
+    char why[96];
+    std::snprintf(why, sizeof why, "answer byte %zu is %02x, Flash expects %02x", i,
+                  static_cast<unsigned char>(answer[i]), static_cast<unsigned char>(expected[i]));
+    return why;
+  }
+
   // Returns "" on success, else what differed.
   std::string run(const amfgate::echotest::echo_case& c, mode m) {
     amf::document doc;
@@ -135,6 +196,7 @@ struct runner {
     const std::string request =
         amfgate::client::netconnection_request("echo", {&sent, 1}, amf3, user, password, ++call);
     const std::string answer = post(request);
+    if (!amf3) save(c.name, answer, amfgate::echotest::peer_rendering(sent));
     amf::packet p = amf::decode_packet(amf::as_bytes(answer), rdoc, options);
     if (p.bodies.empty()) return "no body in the answer";
     const auto& b = p.bodies[0];
@@ -163,7 +225,7 @@ struct runner {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string url_text, user = "echotest", password = "echotest", only;
+  std::string url_text, user = "echotest", password = "echotest", only, save_dir;
   std::vector<mode> modes{mode::amf0, mode::amf3, mode::flex};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -188,37 +250,49 @@ int main(int argc, char** argv) {
       password = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (a == "--save-amf0" && i + 1 < argc) {
+      save_dir = argv[++i];
     } else if (!a.starts_with("--") && url_text.empty()) {
       url_text = a;
     } else {
-      std::cerr << "usage: echotest URL [--modes amf0,amf3,flex] [--user U --password P] "
-                   "[--only SUBSTRING]\n";
-      return 2;
+      url_text.clear();
+      break;
     }
   }
   if (url_text.empty()) {
-    std::cerr << "usage: echotest URL [--modes amf0,amf3,flex] [--user U --password P]\n";
+    std::cerr << "usage: echotest URL [--modes amf0,amf3,flex] [--user U --password P] "
+                 "[--only SUBSTRING] [--save-amf0 DIR]\n";
     return 2;
   }
   int passed = 0, failed = 0;
+  auto report = [&](const char* mode_name, const std::string& name, const std::string& why) {
+    std::cout << (why.empty() ? "PASS " : "FAIL ") << mode_name << "  " << name
+              << (why.empty() ? "" : ": " + why) << "\n";
+    (why.empty() ? passed : failed)++;
+  };
+  auto attempt = [](auto&& run) {
+    try {
+      return run();
+    } catch (const std::exception& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
   try {
     const auto url = amfgate::client::url::parse(url_text);
     const auto cases = amfgate::echotest::all_cases();
     for (mode m : modes) {
       runner r(url, user, password);
+      r.save_dir = save_dir;
       const char* name = m == mode::amf0 ? "amf0" : m == mode::amf3 ? "amf3" : "flex";
       if (m == mode::flex) r.connect_flex();
       for (const auto& c : cases) {
         if ((c.amf3_only && m == mode::amf0) || c.name.find(only) == std::string::npos) continue;
-        std::string why;
-        try {
-          why = r.run(c, m);
-        } catch (const std::exception& e) {
-          why = std::string("error: ") + e.what();
-        }
-        std::cout << (why.empty() ? "PASS " : "FAIL ") << name << "  " << c.name
-                  << (why.empty() ? "" : ": " + why) << "\n";
-        (why.empty() ? passed : failed)++;
+        report(name, c.name, attempt([&] { return r.run(c, m); }));
+      }
+      if (m != mode::amf0) continue;
+      for (const auto& c : amfgate::echotest::captured_requests()) {
+        if (c.name.find(only) == std::string::npos) continue;
+        report(name, "captured: " + c.name, attempt([&] { return r.run_captured(c); }));
       }
     }
   } catch (const std::exception& e) {
