@@ -143,6 +143,7 @@ void apply(walker& w, const json& j, gateway_config& c) {
              }
            }},
           {"shutdown_grace_ms", w.millis(c.shutdown_grace)},
+          {"shutdown_idle_wait_ms", w.millis(c.shutdown_idle_wait)},
           {"limits",
            [&](const json& v, const std::string& p) {
              auto& l = c.limits;
@@ -199,10 +200,22 @@ void apply(walker& w, const json& j, gateway_config& c) {
            [&](const json& v, const std::string& p) {
              auto& s = c.sessions;
              w.object(v, p,
-                      {{"store", w.one_of(s.store, {"memory"})},
+                      {{"store", w.one_of(s.store, {"memory", "redis"})},
                        {"max_sessions", w.integer(s.max_sessions, 1, 100'000'000)},
                        {"idle_timeout_ms", w.millis(s.idle_timeout)},
-                       {"cookie", w.string(s.cookie)}});
+                       {"cookie", w.string(s.cookie)},
+                       {"redis", [&](const json& r, const std::string& rp) {
+                          auto& x = s.redis;
+                          w.object(r, rp,
+                                   {{"host", w.string(x.host)},
+                                    {"port", w.integer(x.port, 1, 65535)},
+                                    {"password", w.string(x.password)},
+                                    {"db", w.integer(x.db, 0, 15)},
+                                    {"key_prefix", w.string(x.key_prefix)},
+                                    {"connect_timeout_ms", w.millis(x.connect_timeout)},
+                                    {"command_timeout_ms", w.millis(x.command_timeout)},
+                                    {"workers", w.integer(x.workers, 1, 1024)}});
+                        }}});
            }},
           {"small_messages", w.boolean(c.small_messages)},
           {"users",
@@ -268,6 +281,7 @@ json to_json(const gateway_config& c) {
       {"debug", c.debug},
       {"introspection", c.introspection ? json(*c.introspection) : json(nullptr)},
       {"shutdown_grace_ms", c.shutdown_grace.count()},
+      {"shutdown_idle_wait_ms", c.shutdown_idle_wait.count()},
       {"limits",
        {{"max_body_bytes", c.limits.max_body_bytes},
         {"max_header_bytes", c.limits.max_header_bytes},
@@ -282,7 +296,16 @@ json to_json(const gateway_config& c) {
        {{"store", c.sessions.store},
         {"max_sessions", c.sessions.max_sessions},
         {"idle_timeout_ms", c.sessions.idle_timeout.count()},
-        {"cookie", c.sessions.cookie}}},
+        {"cookie", c.sessions.cookie},
+        {"redis",
+         {{"host", c.sessions.redis.host},
+          {"port", c.sessions.redis.port},
+          {"password", c.sessions.redis.password},
+          {"db", c.sessions.redis.db},
+          {"key_prefix", c.sessions.redis.key_prefix},
+          {"connect_timeout_ms", c.sessions.redis.connect_timeout.count()},
+          {"command_timeout_ms", c.sessions.redis.command_timeout.count()},
+          {"workers", c.sessions.redis.workers}}}}},
       {"small_messages", c.small_messages},
       {"users", users},
       {"access", access},

@@ -55,6 +55,20 @@ TEST(Config, EveryErrorNamesItsPathAndAllAreReported) {
   EXPECT_TRUE(errors_of("{").at(0).starts_with("/: not JSON"));
 }
 
+TEST(Config, RedisSessionStore) {
+  const gateway_config c = parse(R"({"sessions": {"store": "redis", "idle_timeout_ms": 60000,
+      "redis": {"host": "redis", "port": 6380, "key_prefix": "game:"}}})");
+  EXPECT_EQ(c.sessions.store, "redis");
+  EXPECT_EQ(c.sessions.redis.host, "redis");
+  EXPECT_EQ(c.sessions.redis.port, 6380);
+  EXPECT_EQ(c.sessions.redis.key_prefix, "game:");
+  EXPECT_EQ(c.sessions.redis.command_timeout, milliseconds(500));
+  const auto e = errors_of(R"({"sessions": {"store": "memcached", "redis": {"db": 99}}})");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0], "/sessions/store: expected one of memory, redis, got \"memcached\"");
+  EXPECT_EQ(e[1], "/sessions/redis/db: expected an integer from 0 to 15, got 99");
+}
+
 std::string read(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});
@@ -62,6 +76,9 @@ std::string read(const std::string& path) {
 
 TEST(Config, ShippedFilesParseAndTheDefaultsFileIsTheDefaults) {
   EXPECT_EQ(read(AMFGATE_SOURCE_DIR "/config/amfgate.json"), defaults_json());
+  // The compose stack's config (docker/amfgate.json) is what the deployment test runs.
+  const gateway_config compose = load(AMFGATE_SOURCE_DIR "/docker/amfgate.json");
+  EXPECT_EQ(compose.sessions.store, "redis");
   const gateway_config example = load(AMFGATE_SOURCE_DIR "/config/example.json");
   EXPECT_EQ(example.users.size(), 2u);
   EXPECT_TRUE(example.crossdomain);

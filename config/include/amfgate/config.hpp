@@ -48,11 +48,25 @@ struct crossdomain_settings {
   bool secure = true;
 };
 
+/// The shared session store of several instances (sessions.store = "redis").
+struct redis_settings {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::string password;  ///< AUTH when not empty
+  unsigned db = 0;       ///< SELECT
+  std::string key_prefix = "amfgate:session:";
+  milliseconds connect_timeout{500};
+  milliseconds command_timeout{500};
+  unsigned workers =
+      16;  ///< threads that run requests (they wait on Redis, the I/O threads never do)
+};
+
 struct session_settings {
-  std::string store = "memory";
-  std::size_t max_sessions = 10'000;
+  std::string store = "memory";       ///< "memory" (this process) or "redis" (shared)
+  std::size_t max_sessions = 10'000;  ///< memory store only
   milliseconds idle_timeout{30 * 60'000};
   std::string cookie = "AMFGATESESSIONID";
+  redis_settings redis;
 };
 
 struct user {
@@ -75,6 +89,9 @@ struct gateway_config {
   bool debug = false;                 ///< fault details and introspection for clients
   std::optional<bool> introspection;  ///< unset = on in debug mode only
   milliseconds shutdown_grace{10'000};
+  /// At shutdown, idle keep-alive connections stay open this long for the client to close
+  /// them (a balancer does so without racing a request against the close); 0 = close at once.
+  milliseconds shutdown_idle_wait{0};
   limit_settings limits;
   log_settings log;
   std::optional<crossdomain_settings> crossdomain;  ///< none: /crossdomain.xml is 404
