@@ -7,6 +7,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 
@@ -21,10 +22,19 @@ struct session {
   bool small_messages = false;  ///< the client negotiated BlazeDS small messages
 };
 
+/// A shared store that cannot be reached: what it says names the store and the reason.
+class store_unavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Sessions by id. Sessions are values: `find` returns a copy, `save` writes one back.
+/// A store on the network throws `store_unavailable` from any call when it cannot answer.
 class session_store {
  public:
   virtual ~session_store() = default;
+  /// True when calls wait on the network: the server then runs requests off its I/O threads.
+  virtual bool blocking() const noexcept { return false; }
   /// The session, if it exists and has not expired; counts as a use.
   virtual std::optional<session> find(const std::string& id) = 0;
   /// A new session with a fresh random id, already stored.
