@@ -18,6 +18,7 @@ struct gateway::request {
   std::optional<services::principal> user;
   std::string refused_user;  ///< a Credentials header that did not log in
   bool session_dirty = false;
+  std::string store_error;  ///< why the session store could not be used, if it could not
 };
 
 namespace {
@@ -54,6 +55,13 @@ std::string base64_decode(std::string_view in) {
   return out;
 }
 
+// What a client is told when a call needs the session store and the store cannot be reached.
+fault store_fault(const std::string& why) {
+  return fault("Server.Session.Unavailable",
+               "the session store is unreachable (" + why +
+                   "); logins and calls that need one fail until it is back");
+}
+
 std::string_view text(const amf::value* v) {
   return v && v->kind() == amf::type::string ? v->as_string() : std::string_view{};
 }
@@ -87,9 +95,13 @@ void gateway::handle(std::string_view body, exchange& ex) {
     ex.body = "bad AMF packet: " + ec.message() + "\n";
     return;
   }
-  request rq{ex, doc, in, std::nullopt, std::nullopt, {}, false};
+  request rq{ex, doc, in, std::nullopt, std::nullopt, {}, false, {}};
   if (!ex.session_id.empty()) {
-    rq.sess = sessions_.find(ex.session_id);
+    try {
+      rq.sess = sessions_.find(ex.session_id);
+    } catch (const services::store_unavailable& e) {
+      rq.store_error = e.what();  // calls that need no session still run
+    }
     if (rq.sess) rq.user = rq.sess->user;
   }
   // NetConnection.setCredentials: a Credentials header on every call. A session already
@@ -125,7 +137,13 @@ void gateway::handle(std::string_view body, exchange& ex) {
                           response_uri, amf::unknown_length, reply});
     if (failed) ++ex.faults;
   }
-  if (rq.session_dirty && rq.sess) sessions_.save(*rq.sess);
+  if (rq.session_dirty && rq.sess) {
+    try {
+      sessions_.save(*rq.sess);
+    } catch (const services::store_unavailable& e) {
+      log_->warn("session {} not saved: {}", rq.sess->id, e.what());
+    }
+  }
   if (!ex.new_session_id.empty()) {
     out.headers.push_back({"AppendToGatewayUrl", false, amf::unknown_length,
                            doc.string(";" + cfg_.sessions.cookie + "=" + ex.new_session_id)});
@@ -144,7 +162,13 @@ void gateway::login(request& rq, std::string_view user, std::string_view passwor
     return;
   }
   if (!rq.sess) {
-    rq.sess = sessions_.create();
+    try {
+      rq.sess = sessions_.create();
+    } catch (const services::store_unavailable& e) {
+      rq.store_error = e.what();
+      log_->warn("login of user \"{}\" from {} failed: {}", user, rq.ex.client_address, e.what());
+      return;
+    }
     rq.ex.new_session_id = rq.sess->id;
   }
   rq.sess->user = p;
@@ -160,6 +184,7 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   if (rule == cfg_.access.end()) return;
   const auto& r = rule->second;
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
+    if (!rq.store_error.empty()) throw store_fault(rq.store_error);
     throw fault("Client.Authentication", rq.refused_user.empty()
                                              ? full + " requires a login"
                                              : "Invalid login for user \"" + rq.refused_user +
@@ -283,7 +308,12 @@ amf::value gateway::flex_message(request& rq, const amf::value& v, bool& failed)
     const amf::value version = in->header("DSMessagingVersion");
     if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
       if (!rq.sess) {
-        rq.sess = sessions_.create();
+        try {
+          rq.sess = sessions_.create();
+        } catch (const services::store_unavailable& e) {
+          rq.store_error = e.what();
+          return;  // answered in standard messages, which need no session
+        }
         rq.ex.new_session_id = rq.sess->id;
       }
       rq.sess->small_messages = small = true;
@@ -318,13 +348,19 @@ amf::value gateway::flex_message(request& rq, const amf::value& v, bool& failed)
             }
             login(rq, std::string_view(cred).substr(0, colon),
                   std::string_view(cred).substr(colon + 1));
+            if (!rq.user && !rq.store_error.empty()) throw store_fault(rq.store_error);
             if (!rq.user) throw fault("Client.Authentication", "Invalid login.");
             ack.body = doc.string("success");
             break;
           }
           case op::logout:
+            if (!rq.sess && !rq.store_error.empty()) throw store_fault(rq.store_error);
             if (rq.sess) {
-              sessions_.remove(rq.sess->id);
+              try {
+                sessions_.remove(rq.sess->id);
+              } catch (const services::store_unavailable& e) {
+                throw store_fault(e.what());  // not ended everywhere: the client must know
+              }
               rq.sess.reset();
               rq.ex.session_ended = true;
             }

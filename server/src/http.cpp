@@ -5,9 +5,11 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -120,7 +122,13 @@ http_reply router::route(const http_request& req) {
   }
   if (path == "/metrics") {
     r.content_type = "text/plain; version=0.0.4";
-    return text(200, metrics_.render(sessions_.size()));
+    std::optional<std::size_t> count;
+    try {
+      count = sessions_.size();
+    } catch (const services::store_unavailable& e) {
+      log_->debug("/metrics: {}", e.what());
+    }
+    return text(200, metrics_.render(count));
   }
   if (crossdomain_.empty()) {
     if (!crossdomain_hint_logged_.exchange(true)) {
@@ -151,6 +159,9 @@ struct shared_state {
   std::atomic<bool> draining{false};
   std::mutex mutex;
   std::list<std::weak_ptr<class connection>> connections;
+  /// Where requests run when routing may block (a shared session store); else on the I/O
+  /// thread that read them.
+  net::thread_pool* workers = nullptr;
 };
 
 class connection : public std::enable_shared_from_this<connection> {
@@ -182,10 +193,16 @@ class connection : public std::enable_shared_from_this<connection> {
     });
   }
 
-  /// At shutdown: a connection waiting for its next request closes now.
-  void close_if_idle() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_) self->stream_.socket().close();
+  /// At shutdown: a connection waiting for its next request closes after `wait` (0: now),
+  /// unless its client closes it first or sends one more request (answered, then closed).
+  void close_if_idle(clock::duration wait) {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this(), wait] {
+      if (self->busy_) return;
+      if (wait <= clock::duration::zero()) return self->stream_.socket().close();
+      self->deadline_ = clock::now() + wait;  // earlier than the idle deadline: re-arm
+      self->watchdog_.cancel();
+      self->watching_ = true;
+      self->watch();
     });
   }
 
@@ -261,7 +278,18 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void on_read(beast::error_code ec, std::size_t) {
     if (ec) return read_failed(ec);
-    auto req = parser_->release();
+    request_ = parser_->release();
+    if (!st_.workers) return respond(route());
+    arm(st_.cfg.limits.read_timeout);  // the worker's time, however the request came
+    net::post(*st_.workers, [self = shared_from_this()] {
+      http_reply out = self->route();
+      net::post(self->stream_.get_executor(),
+                [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
+    });
+  }
+
+  http_reply route() {
+    const auto& req = request_;
     http_request in;
     in.method = req.method_string();
     in.target = req.target();
@@ -278,9 +306,14 @@ class connection : public std::enable_shared_from_this<connection> {
       out.status = 500;
       out.body = "internal error\n";
     }
-    const bool keep_alive = req.keep_alive() && !st_.draining;
-    respond(std::move(out), req.version(), keep_alive, req.method() == http::verb::head,
-            std::string(in.method), std::string(in.target), req.body().size());
+    return out;
+  }
+
+  void respond(http_reply out) {
+    const auto& req = request_;
+    respond(std::move(out), req.version(), req.keep_alive() && !st_.draining,
+            req.method() == http::verb::head, std::string(req.method_string()),
+            std::string(req.target()), req.body().size());
   }
 
   void respond(http_reply out, unsigned version, bool keep_alive, bool head, std::string method,
@@ -342,6 +375,7 @@ class connection : public std::enable_shared_from_this<connection> {
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  http::request<http::string_body> request_;
   shared_state& st_;
   std::string client_;
   bool over_limit_;
@@ -362,7 +396,12 @@ struct http_server::impl {
         ioc(static_cast<int>(threads)),
         acceptor(net::make_strand(ioc)),
         signals(ioc, SIGINT, SIGTERM),
-        timer(ioc) {}
+        timer(ioc) {
+    if (r.blocking()) {
+      workers.emplace(cfg.sessions.redis.workers);
+      st.workers = &*workers;
+    }
+  }
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
@@ -397,7 +436,7 @@ struct http_server::impl {
       {
         std::lock_guard lock(st.mutex);
         for (auto& w : st.connections) {
-          if (auto c = w.lock()) c->close_if_idle();
+          if (auto c = w.lock()) c->close_if_idle(st.cfg.shutdown_idle_wait);
         }
       }
       deadline = clock::now() + st.cfg.shutdown_grace;
@@ -427,6 +466,7 @@ struct http_server::impl {
   tcp::acceptor acceptor;
   net::signal_set signals;
   net::steady_timer timer;
+  std::optional<net::thread_pool> workers;  // destroyed (joined) before the io_context
   clock::time_point deadline;
   std::atomic<std::uint16_t> bound_port{0};
   int exit_status = 0;
@@ -451,8 +491,12 @@ int http_server::run() {
   i.acceptor.bind(ep);
   i.acceptor.listen(net::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
-  i.st.log->info("listening on {}:{} with {} threads, gateway paths:{}", ep.address().to_string(),
-                 i.bound_port.load(), i.threads, [&] {
+  i.st.log->info("listening on {}:{} with {} threads{}, gateway paths:{}", ep.address().to_string(),
+                 i.bound_port.load(), i.threads,
+                 i.workers ? " and " + std::to_string(i.st.cfg.sessions.redis.workers) +
+                                 " request workers (the session store is shared)"
+                           : std::string(),
+                 [&] {
                    std::string p;
                    for (const auto& g : i.st.cfg.gateway_paths) p += " " + g;
                    return p;

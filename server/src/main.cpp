@@ -12,6 +12,7 @@
 #include "amfgate/server/gateway.hpp"
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
+#include "amfgate/services/redis_session_store.hpp"
 
 #ifndef AMFGATE_VERSION
 #define AMFGATE_VERSION "0.0.0"
@@ -58,6 +59,41 @@ std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make
   auto access = make("access");
   spdlog::flush_every(std::chrono::seconds(1));
   return {log, access};
+}
+
+std::unique_ptr<amfgate::services::session_store> make_session_store(
+    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log) {
+  if (s.store == "memory") {
+    return std::make_unique<amfgate::services::memory_session_store>(s.max_sessions,
+                                                                     s.idle_timeout);
+  }
+  amfgate::services::redis_options o;
+  o.host = s.redis.host;
+  o.port = s.redis.port;
+  o.password = s.redis.password;
+  o.db = s.redis.db;
+  o.key_prefix = s.redis.key_prefix;
+  o.connect_timeout = s.redis.connect_timeout;
+  o.command_timeout = s.redis.command_timeout;
+  o.idle_timeout = s.idle_timeout;
+  o.on_state_change = [log](bool reachable, const std::string& detail) {
+    if (reachable) {
+      log->info("session store reachable again: {}", detail);
+    } else {
+      log->error(
+          "session store unreachable: {}; calls that need no session go on, logins and "
+          "calls that need one fault with Server.Session.Unavailable",
+          detail);
+    }
+  };
+  auto store = std::make_unique<amfgate::services::redis_session_store>(o);
+  log->info("sessions in {} under the prefix \"{}\"", store->where(), o.key_prefix);
+  try {
+    store->size();
+  } catch (const amfgate::services::store_unavailable&) {
+    // logged by on_state_change; the daemon starts anyway and reconnects when it can
+  }
+  return store;
 }
 
 }  // namespace
@@ -126,8 +162,8 @@ int main(int argc, char** argv) {
     std::vector<amfgate::services::user_record> users;
     for (const auto& u : cfg.users) users.push_back({u.name, u.password, u.roles});
     amfgate::services::user_table auth(std::move(users));
-    amfgate::services::memory_session_store sessions(cfg.sessions.max_sessions,
-                                                     cfg.sessions.idle_timeout);
+    const auto store = make_session_store(cfg.sessions, log);
+    auto& sessions = *store;
     amfgate::server::metrics stats;
     amfgate::server::gateway gw(cfg, services, sessions, auth, log);
     amfgate::server::router routes(cfg, gw, stats, sessions, log);

@@ -35,7 +35,7 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
   if (faults) add(faults_total, faults);
 }
 
-std::string metrics::render(std::size_t sessions) const {
+std::string metrics::render(std::optional<std::size_t> sessions) const {
   std::string out;
   auto sample = [&](std::string_view name, std::string_view labels, double v) {
     char number[32];
@@ -75,8 +75,12 @@ std::string metrics::render(std::size_t sessions) const {
   sample("amfgate_request_duration_seconds_count", "", static_cast<double>(sum(latency_count)));
   family("amfgate_open_connections", "gauge", "Client connections open now.");
   sample("amfgate_open_connections", "", static_cast<double>(open_connections_.load()));
-  family("amfgate_sessions", "gauge", "Sessions in the store.");
-  sample("amfgate_sessions", "", static_cast<double>(sessions));
+  family("amfgate_session_store_up", "gauge", "1 when the session store answers, else 0.");
+  sample("amfgate_session_store_up", "", sessions ? 1 : 0);
+  if (sessions) {
+    family("amfgate_sessions", "gauge", "Sessions in the store.");
+    sample("amfgate_sessions", "", static_cast<double>(*sessions));
+  }
   return out;
 }
 

@@ -45,6 +45,8 @@ class router {
   http_reply route(const http_request& req);
   /// While draining, /healthz answers 503 so balancers stop sending.
   void set_draining() { draining_ = true; }
+  /// True when routing may wait on the network (a shared session store).
+  bool blocking() const noexcept { return sessions_.blocking(); }
 
  private:
   std::string session_id(const http_request& req) const;

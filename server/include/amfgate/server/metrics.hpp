@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace amfgate::server {
@@ -20,7 +21,8 @@ class metrics {
   std::int64_t open_connections() const { return open_connections_.load(); }
 
   /// Prometheus text exposition format; `sessions` is the session store's size.
-  std::string render(std::size_t sessions) const;
+  /// `sessions`: the store's count, or none when the store cannot be reached.
+  std::string render(std::optional<std::size_t> sessions) const;
 
  private:
   // Counters are sharded by thread so that I/O threads do not fight over cache lines;
