@@ -193,16 +193,12 @@ class connection : public std::enable_shared_from_this<connection> {
     });
   }
 
-  /// At shutdown: a connection waiting for its next request closes after `wait` (0: now),
-  /// unless its client closes it first or sends one more request (answered, then closed).
-  void close_if_idle(clock::duration wait) {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this(), wait] {
-      if (self->busy_) return;
-      if (wait <= clock::duration::zero()) return self->stream_.socket().close();
-      self->deadline_ = clock::now() + wait;  // earlier than the idle deadline: re-arm
-      self->watchdog_.cancel();
-      self->watching_ = true;
-      self->watch();
+  /// At shutdown: a connection waiting for its next request closes after
+  /// `shutdown_idle_wait` (at once when 0), unless its client closes it first or sends one
+  /// more request (answered, then closed).
+  void close_if_idle() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) self->drain_idle();
     });
   }
 
@@ -213,6 +209,18 @@ class connection : public std::enable_shared_from_this<connection> {
   void arm(clock::duration d) {
     deadline_ = clock::now() + d;
     if (watching_) return;
+    watching_ = true;
+    watch();
+  }
+
+  // Draining and idle: close now, or give the client `shutdown_idle_wait` to close first (a
+  // balancer may be sending on this connection right now; closing under it loses that call).
+  void drain_idle() {
+    const auto wait = st_.cfg.shutdown_idle_wait;
+    if (wait <= clock::duration::zero()) return stream_.socket().close();
+    if (clock::now() + wait >= deadline_) return;  // the current deadline comes first
+    deadline_ = clock::now() + wait;               // earlier than the timer's: re-arm it
+    watchdog_.cancel();
     watching_ = true;
     watch();
   }
@@ -230,12 +238,14 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void read_header() {
-    if (st_.draining) return close();
+    if (st_.draining && st_.cfg.shutdown_idle_wait <= clock::duration::zero()) return close();
     parser_.emplace();
     parser_->body_limit(st_.cfg.limits.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(st_.cfg.limits.max_header_bytes));
     busy_ = false;
     arm(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
+    // Answered with keep-alive just before the drain began: the client may send again.
+    if (st_.draining) drain_idle();
     http::async_read_header(stream_, buffer_, *parser_,
                             beast::bind_front_handler(&connection::on_header, shared_from_this()));
   }
@@ -436,7 +446,7 @@ struct http_server::impl {
       {
         std::lock_guard lock(st.mutex);
         for (auto& w : st.connections) {
-          if (auto c = w.lock()) c->close_if_idle(st.cfg.shutdown_idle_wait);
+          if (auto c = w.lock()) c->close_if_idle();
         }
       }
       deadline = clock::now() + st.cfg.shutdown_grace;
