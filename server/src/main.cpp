@@ -9,6 +9,7 @@
 #include <string>
 
 #include "amfgate/config.hpp"
+#include "amfgate/server/client.hpp"
 #include "amfgate/server/gateway.hpp"
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
@@ -21,7 +22,7 @@
 namespace {
 
 constexpr const char* usage =
-    "usage: amfgate [--config FILE] [--check-config | --print-config]\n"
+    "usage: amfgate [--config FILE] [--check-config | --print-config | --healthcheck]\n"
     "       amfgate --hash-password      (reads the password from standard input)\n"
     "       amfgate --version | --help\n"
     "\n"
@@ -30,6 +31,8 @@ constexpr const char* usage =
     "  --config FILE    settings to apply over the defaults\n"
     "  --check-config   validate the settings, print every error, and exit\n"
     "  --print-config   print the settings in force (defaults and FILE) as JSON\n"
+    "  --healthcheck    ask the daemon running on these settings for /healthz; exit 0 if\n"
+    "                   it answers 200 (for container health checks)\n"
     "  --hash-password  print a crypt(3) yescrypt hash for a user's \"password\" setting\n";
 
 // Async logging: a full queue drops the oldest line rather than stalling a request.
@@ -96,11 +99,28 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   return store;
 }
 
+// GET /healthz from the daemon that these settings run (on loopback when it listens on all
+// addresses).
+int healthcheck(const amfgate::config::listen_settings& l) {
+  std::string host = l.address;
+  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  try {
+    amfgate::client::http_client http(host, std::to_string(l.port));
+    const auto res = http.get("/healthz");
+    if (res.status == 200) return 0;
+    std::cerr << "amfgate: /healthz answered " << res.status << ": " << res.body;
+  } catch (const std::exception& e) {
+    std::cerr << "amfgate: /healthz on " << host << ":" << l.port << ": " << e.what() << "\n";
+  }
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string config_file;
-  bool check = false, print = false;
+  bool check = false, print = false, health = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--config" && i + 1 < argc) {
@@ -111,6 +131,8 @@ int main(int argc, char** argv) {
       check = true;
     } else if (a == "--print-config") {
       print = true;
+    } else if (a == "--healthcheck") {
+      health = true;
     } else if (a == "--version") {
       std::cout << "amfgate " << AMFGATE_VERSION << "\n";
       return 0;
@@ -145,6 +167,7 @@ int main(int argc, char** argv) {
     std::cout << amfgate::config::to_json_text(cfg);
     return 0;
   }
+  if (health) return healthcheck(cfg.listen);
   if (check) {
     std::cout << "amfgate: " << (config_file.empty() ? "built-in defaults" : config_file)
               << ": ok\n";

@@ -79,6 +79,7 @@ class daemon {
     return client::http_client("127.0.0.1", std::to_string(port_));
   }
   std::uint16_t port() const { return port_; }
+  const std::string& config_path() const { return config_; }
   pid_t pid() const { return pid_; }
 
   void signal(int sig) const { ::kill(pid_, sig); }

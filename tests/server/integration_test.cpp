@@ -1,6 +1,7 @@
 // The real daemon on a loopback port, driven over HTTP.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "amf/decode.hpp"
@@ -195,6 +196,14 @@ TEST(Daemon, CrossdomainHealthAndMetrics) {
     EXPECT_NE(m.find(name), std::string::npos) << name;
   }
   EXPECT_TRUE(d.logged("\"GET /crossdomain.xml\" 200")) << d.log();
+  // The container health check asks the daemon its config runs.
+  const std::string probe = std::string(AMFGATE_BINARY) + " --config " + d.config_path() +
+                            " --healthcheck >/dev/null 2>&1";
+  EXPECT_EQ(std::system(probe.c_str()), 0);
+  EXPECT_NE(m.find("amfgate_session_store_up 1"), std::string::npos);
+  d.signal(SIGTERM);
+  EXPECT_EQ(d.wait(), 0);
+  EXPECT_NE(std::system(probe.c_str()), 0);  // nobody listening
 }
 
 TEST(Daemon, SlowClientsAreCutOff) {
