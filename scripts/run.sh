@@ -5,7 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh build
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF -DAMFGATE_BENCH=OFF \
-  >/dev/null
-cmake --build build/release -j"$(nproc)" --target amfgate amfcall amfdump >/dev/null
+scripts/build-release.sh
 exec build/release/server/amfgate "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the unit and conformance suites and the fuzz replays under ASan+UBSan
-# (g++), a Release build with a benchmark smoke run (each case checks its own result),
+# Runs every test: the unit and conformance suites, the live-daemon, EchoTest and deployment
+# suites and the fuzz replays under ASan+UBSan (g++), the release build and .deb with the
+# packaging checks, a benchmark smoke run (each case checks its own result),
 # each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
 # and clang-format. Prints "N passed, M failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -48,13 +49,24 @@ passed=$((passed + ${ctest_passed:-0}))
 failed=$((failed + ${ctest_failed:-1}))
 [ "$ctest_status" -eq 0 ] || [ "${ctest_failed:-1}" -gt 0 ] || failed=$((failed + 1))
 
-# 2. Release build (no sanitizer, no clang) and a short benchmark run.
+# 2. The release build and Debian package, as the README, run.sh and docker/Dockerfile make
+#    them, with the packaging checks; a Release benchmark build and a short benchmark run.
+release() {
+  scripts/build-release.sh && tests/deploy/check-packaging.sh build/release
+}
+step "release build, .deb and packaging checks" release
 bench_smoke() {
-  build build/release -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF &&
-    build/release/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
+  mkdir -p build/bench
+  if ! { cmake -S . -B build/bench -DAMFGATE_SHARED_DIR="$shared" -DCMAKE_BUILD_TYPE=Release \
+    -DAMFGATE_TESTS=OFF && cmake --build build/bench -j"$jobs" --target amf_bench; } \
+    >build/bench/build.log 2>&1; then
+    tail -50 build/bench/build.log
+    return 1
+  fi
+  build/bench/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
     ! grep -q "ERROR OCCURRED" build/bench.log
 }
-step "release build and benchmark smoke run" bench_smoke
+step "benchmark smoke run" bench_smoke
 
 # 3. libFuzzer targets, seeded with the corpus.
 fuzz() {

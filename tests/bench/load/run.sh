@@ -11,21 +11,21 @@ seconds=${1:-5}
 connections=${2:-16}
 rounds=${3:-3}
 command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)" >&2; exit 1; }
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
-cmake --build build/release -j"$(nproc)" --target amfgate amfdump bare_server >/dev/null
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
+cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server >/dev/null
 
 work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 for r in amf0-echo flex-echo; do
-  build/release/codec/amfdump --encode --packet "tests/bench/load/$r.json" >"$work/$r.amf"
+  build/bench/codec/amfdump --encode --packet "tests/bench/load/$r.json" >"$work/$r.amf"
 done
 cat >"$work/amfgate.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18481}, "threads": 2, "log": {"access": false}}
 JSON
-build/release/tests/bench/bare_server 18480 2 & bare=$!
-build/release/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & gate=$!
+build/bench/tests/bench/bare_server 18480 2 & bare=$!
+build/bench/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & gate=$!
 pids=("$bare" "$gate")
 sleep 1
 
