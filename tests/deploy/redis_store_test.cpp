@@ -1,0 +1,112 @@
+// The Redis session store against a real redis-server on a loopback port of its own.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "amfgate/services/redis_session_store.hpp"
+#include "stack.hpp"
+
+namespace amfgate::test {
+namespace {
+
+using namespace std::chrono_literals;
+using services::redis_session_store;
+using services::store_unavailable;
+
+class RedisStore : public ::testing::Test {
+ protected:
+  RedisStore() {
+    char tmpl[] = "/tmp/amfgate-redis-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    port_ = free_port();
+    start_redis(redis_, port_, dir_);
+  }
+  ~RedisStore() override {
+    redis_.kill(SIGKILL);
+    std::filesystem::remove_all(dir_);
+  }
+
+  services::redis_options options(std::chrono::milliseconds idle = 60s) {
+    services::redis_options o;
+    o.port = port_;
+    o.key_prefix = "test:";
+    o.idle_timeout = idle;
+    o.on_state_change = [this](bool up, const std::string& detail) {
+      transitions_.push_back((up ? "up " : "down ") + detail);
+    };
+    return o;
+  }
+
+  process redis_;
+  std::filesystem::path dir_;
+  std::uint16_t port_;
+  std::vector<std::string> transitions_;
+};
+
+TEST_F(RedisStore, SessionsAreSharedBetweenStores) {
+  redis_session_store a(options()), b(options());
+  EXPECT_TRUE(a.blocking());
+  auto s = a.create();
+  EXPECT_EQ(s.id.size(), 32u);
+  s.user = services::principal{"ann", {"admin", "user"}};
+  s.flex_client_id = "DSID-1";
+  s.small_messages = true;
+  a.save(s);
+  const auto seen = b.find(s.id);
+  ASSERT_TRUE(seen);
+  ASSERT_TRUE(seen->user);
+  EXPECT_EQ(seen->user->name, "ann");
+  EXPECT_EQ(seen->user->roles, (std::vector<std::string>{"admin", "user"}));
+  EXPECT_EQ(seen->flex_client_id, "DSID-1");
+  EXPECT_TRUE(seen->small_messages);
+  EXPECT_EQ(a.size(), 1u);
+
+  // Removed through one store: gone for the other, and a late save does not bring it back.
+  b.remove(s.id);
+  EXPECT_FALSE(a.find(s.id));
+  a.save(s);
+  EXPECT_FALSE(b.find(s.id));
+  EXPECT_EQ(b.size(), 0u);
+  EXPECT_FALSE(b.find("not a session id!"));
+}
+
+TEST_F(RedisStore, SessionsExpireWhenIdleAndEveryUseRenewsThem) {
+  redis_session_store store(options(1500ms));
+  const auto used = store.create();
+  const auto idle = store.create();
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(500ms);
+    EXPECT_TRUE(store.find(used.id)) << "use " << i;
+  }
+  EXPECT_FALSE(store.find(idle.id));  // 2 s without use
+}
+
+TEST_F(RedisStore, UnreachableRedisThrowsAndReportsEachTransitionOnce) {
+  redis_session_store store(options());
+  const auto s = store.create();
+  redis_.signal(SIGTERM);
+  ASSERT_EQ(redis_.wait(10s), 0);
+  for (int i = 0; i < 3; ++i) {
+    try {
+      store.find(s.id);
+      FAIL() << "no exception";
+    } catch (const store_unavailable& e) {
+      EXPECT_NE(std::string(e.what()).find("redis 127.0.0.1:" + std::to_string(port_)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(store.create(), store_unavailable);
+  ASSERT_EQ(transitions_.size(), 1u);
+  EXPECT_TRUE(transitions_[0].starts_with("down redis 127.0.0.1:")) << transitions_[0];
+
+  start_redis(redis_, port_, dir_);
+  std::this_thread::sleep_for(1100ms);  // past the second of failing fast
+  EXPECT_FALSE(store.find(s.id));       // Redis kept no data
+  EXPECT_TRUE(store.find(store.create().id));
+  ASSERT_EQ(transitions_.size(), 2u);
+  EXPECT_TRUE(transitions_[1].starts_with("up ")) << transitions_[1];
+}
+
+}  // namespace
+}  // namespace amfgate::test
