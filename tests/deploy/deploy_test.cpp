@@ -155,8 +155,7 @@ TEST(Deploy, SigtermUnderLoadLosesNoRequest) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   l.finish();
   const auto failures = l.failures();
-  std::cout << "SIGTERM under load: " << l.ok() << " answered, " << failures.size()
-            << " failed\n";
+  std::cout << "SIGTERM under load: " << l.ok() << " answered, " << failures.size() << " failed\n";
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.at(0)
                                 << "\nnginx:\n"
                                 << s.nginx.log();
@@ -175,8 +174,7 @@ TEST(Deploy, SigkillFailsAtMostTheRequestsInFlight) {
   std::this_thread::sleep_for(std::chrono::seconds(1));
   l.finish();
   const auto failures = l.failures();
-  std::cout << "SIGKILL under load: " << l.ok() << " answered, " << failures.size()
-            << " failed\n";
+  std::cout << "SIGKILL under load: " << l.ok() << " answered, " << failures.size() << " failed\n";
   EXPECT_LE(failures.size(), static_cast<std::size_t>(clients));
   for (const auto& f : failures) EXPECT_EQ(f, "HTTP 502");  // nginx: the upstream went away
   EXPECT_GT(l.ok(), before + 50) << "instance 0 went on serving";
