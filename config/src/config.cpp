@@ -214,7 +214,7 @@ void apply(walker& w, const json& j, gateway_config& c) {
                                     {"key_prefix", w.string(x.key_prefix)},
                                     {"connect_timeout_ms", w.millis(x.connect_timeout)},
                                     {"command_timeout_ms", w.millis(x.command_timeout)},
-                                    {"workers", w.integer(x.workers, 1, 1024)}});
+                                    {"workers", w.integer(x.workers, 0, 1024)}});
                         }}});
            }},
           {"small_messages", w.boolean(c.small_messages)},

@@ -81,6 +81,12 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
                  std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg), services_(services), sessions_(sessions), auth_(auth), log_(std::move(log)) {}
 
+bool gateway::may_use_sessions(std::string_view body, std::string_view session_id) {
+  return !session_id.empty() || body.find("Credentials") != std::string_view::npos ||
+         body.find("CommandMessage") != std::string_view::npos ||
+         body.find("DSC") != std::string_view::npos;
+}
+
 void gateway::handle(std::string_view body, exchange& ex) {
   ex.body.clear();
   amf::document doc(body.size() * 2 + 1024);

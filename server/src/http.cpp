@@ -75,6 +75,15 @@ std::string router::session_id(const http_request& req) const {
   return std::string(id.substr(0, 128));
 }
 
+bool router::blocking(const http_request& req) const {
+  if (!sessions_.blocking()) return false;
+  const auto path = path_of(req.target);
+  if (path == "/metrics") return true;  // counts the sessions
+  return std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
+             cfg_.gateway_paths.end() &&
+         gateway::may_use_sessions(req.body, session_id(req));
+}
+
 http_reply router::route(const http_request& req) {
   const auto path = path_of(req.target);
   http_reply r;
@@ -289,7 +298,14 @@ class connection : public std::enable_shared_from_this<connection> {
   void on_read(beast::error_code ec, std::size_t) {
     if (ec) return read_failed(ec);
     request_ = parser_->release();
-    if (!st_.workers) return respond(route());
+    in_.method = request_.method_string();
+    in_.target = request_.target();
+    in_.content_type = request_[http::field::content_type];
+    in_.cookie = request_[http::field::cookie];
+    in_.body = request_.body();
+    in_.client = client_;
+    // Requests that cannot touch a shared session store run here, as with the memory store.
+    if (!st_.workers || !st_.routes.blocking(in_)) return respond(route());
     arm(st_.cfg.limits.read_timeout);  // the worker's time, however the request came
     net::post(*st_.workers, [self = shared_from_this()] {
       http_reply out = self->route();
@@ -299,19 +315,11 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   http_reply route() {
-    const auto& req = request_;
-    http_request in;
-    in.method = req.method_string();
-    in.target = req.target();
-    in.content_type = req[http::field::content_type];
-    in.cookie = req[http::field::cookie];
-    in.body = req.body();
-    in.client = client_;
     http_reply out;
     try {
-      out = st_.routes.route(in);
+      out = st_.routes.route(in_);
     } catch (const std::exception& e) {
-      st_.log->error("{}: {} {}: {}", client_, in.method, in.target, e.what());
+      st_.log->error("{}: {} {}: {}", client_, in_.method, in_.target, e.what());
       out = http_reply{};
       out.status = 500;
       out.body = "internal error\n";
@@ -386,6 +394,7 @@ class connection : public std::enable_shared_from_this<connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
+  http_request in_;  // views into request_
   shared_state& st_;
   std::string client_;
   bool over_limit_;
@@ -408,7 +417,10 @@ struct http_server::impl {
         signals(ioc, SIGINT, SIGTERM),
         timer(ioc) {
     if (r.blocking()) {
-      workers.emplace(cfg.sessions.redis.workers);
+      worker_count = cfg.sessions.redis.workers
+                         ? cfg.sessions.redis.workers
+                         : 2 * std::max(1u, std::thread::hardware_concurrency());
+      workers.emplace(worker_count);
       st.workers = &*workers;
     }
   }
@@ -476,6 +488,7 @@ struct http_server::impl {
   tcp::acceptor acceptor;
   net::signal_set signals;
   net::steady_timer timer;
+  unsigned worker_count = 0;
   std::optional<net::thread_pool> workers;  // destroyed (joined) before the io_context
   clock::time_point deadline;
   std::atomic<std::uint16_t> bound_port{0};
@@ -503,7 +516,7 @@ int http_server::run() {
   i.bound_port = i.acceptor.local_endpoint().port();
   i.st.log->info("listening on {}:{} with {} threads{}, gateway paths:{}", ep.address().to_string(),
                  i.bound_port.load(), i.threads,
-                 i.workers ? " and " + std::to_string(i.st.cfg.sessions.redis.workers) +
+                 i.workers ? " and " + std::to_string(i.worker_count) +
                                  " request workers (the session store is shared)"
                            : std::string(),
                  [&] {

@@ -234,6 +234,36 @@ TEST_F(Gateway, UndecodablePacketsAre400WithTheOffset) {
                          std::to_string(body.size() - 9) + "\n");
 }
 
+// What may touch a shared session store runs off the I/O threads; the rest may not need to.
+TEST(GatewayStoreUse, OnlyRequestsThatNameASessionOrLogInOrOut) {
+  amf::document doc;
+  const amf::value arg = doc.string("hello");
+  const auto echo = client::netconnection_request("echo", {&arg, 1}, false);
+  const auto echo3 = client::netconnection_request("echo", {&arg, 1}, true);
+  const auto remoting = client::flex_request(
+      std::vector{client::flex_remoting(doc, "EchoService", "echo", {&arg, 1}, "")});
+  EXPECT_FALSE(gateway::may_use_sessions(echo, ""));
+  EXPECT_FALSE(gateway::may_use_sessions(echo3, ""));
+  EXPECT_FALSE(gateway::may_use_sessions(remoting, ""));
+  EXPECT_TRUE(gateway::may_use_sessions(echo, "0123456789abcdef0123456789abcdef"));
+  EXPECT_TRUE(gateway::may_use_sessions(
+      client::netconnection_request("echo", {&arg, 1}, false, "ann", "pw"), ""));
+  using op = amf::flex::operation;
+  for (op o : {op::client_ping, op::login, op::logout}) {
+    EXPECT_TRUE(gateway::may_use_sessions(
+        client::flex_request(std::vector{client::flex_command(doc, o, "", "ann", "pw")}), ""));
+  }
+  // A small CommandMessage (DSC) as BlazeDS clients send after negotiating.
+  amf::flex::message ping;
+  ping.kind = amf::flex::kind::command;
+  ping.command = static_cast<int>(op::client_ping);
+  ping.message_id = "id";
+  EXPECT_TRUE(gateway::may_use_sessions(
+      client::flex_request(
+          std::vector{amf::flex::make_small(doc, ping).with_flags(amf::value::avmplus)}),
+      ""));
+}
+
 // Every corpus request, mutated many ways (bit flips, truncation, inserted and repeated
 // bytes): the gateway answers 200 with a packet that decodes, or 400; never anything else.
 TEST_F(Gateway, SurvivesMutatedRequests) {

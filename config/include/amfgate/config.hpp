@@ -57,8 +57,9 @@ struct redis_settings {
   std::string key_prefix = "amfgate:session:";
   milliseconds connect_timeout{500};
   milliseconds command_timeout{500};
-  unsigned workers =
-      16;  ///< threads that run requests (they wait on Redis, the I/O threads never do)
+  /// Threads that run requests which may use the store (they wait on Redis, the I/O threads
+  /// never do); 0 = two per core. Raise it when Redis is across a network.
+  unsigned workers = 0;
 };
 
 struct session_settings {

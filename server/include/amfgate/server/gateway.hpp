@@ -42,6 +42,12 @@ class gateway {
   /// does not decode is answered 400 with the codec's reason and byte offset.
   void handle(std::string_view body, exchange& ex);
 
+  /// Whether handling `body` may use the session store: it names a session, or it may log in
+  /// or out (a Credentials header; a Flex CommandMessage, which also negotiates small
+  /// messages). A byte search, and a sound one: a header name and a class alias are written
+  /// out in full the first time they appear in a packet.
+  static bool may_use_sessions(std::string_view body, std::string_view session_id);
+
  private:
   struct request;
   amf::value call_netconnection(request& rq, const amf::body& b, bool& fault);

@@ -47,6 +47,8 @@ class router {
   void set_draining() { draining_ = true; }
   /// True when routing may wait on the network (a shared session store).
   bool blocking() const noexcept { return sessions_.blocking(); }
+  /// True when routing `req` may wait on the network: it may use a shared session store.
+  bool blocking(const http_request& req) const;
 
  private:
   std::string session_id(const http_request& req) const;
