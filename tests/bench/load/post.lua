@@ -5,6 +5,8 @@ wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
 wrk.headers["Content-Type"] = "application/x-amf"
+local cookie = os.getenv("AMF_COOKIE")
+if cookie and cookie ~= "" then wrk.headers["Cookie"] = cookie end
 
 function done(summary, latency, requests)
   io.write(string.format("RESULT rps=%.0f p50_ms=%.3f p99_ms=%.3f errors=%d requests=%d\n",

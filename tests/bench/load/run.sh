@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Load run: wrk posts recorded AMF bodies (an AMF0 echo and a Flex echo) to amfgate, and the
-# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). Rounds are
-# interleaved and medians reported, since a shared machine drifts: requests/s, p50/p99
-# latency, server CPU per request (from /proc), and each ratio to the ceiling's.
-# Loopback only; bounded in time.
+# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). A second
+# amfgate keeps its sessions in a redis-server of its own: the AMF0 echo without a session
+# (requests hop to the worker threads) and with a session cookie (one GETEX per request).
+# Rounds are interleaved and medians reported, since a shared machine drifts: requests/s,
+# p50/p99 latency, server CPU per request (from /proc; amfgate's only, not Redis's), and each
+# ratio to the ceiling's. Loopback only; bounded in time.
 #   tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -11,6 +13,7 @@ seconds=${1:-5}
 connections=${2:-16}
 rounds=${3:-3}
 command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)" >&2; exit 1; }
+command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2; exit 1; }
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
 cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server >/dev/null
 
@@ -24,16 +27,28 @@ done
 cat >"$work/amfgate.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18481}, "threads": 2, "log": {"access": false}}
 JSON
+cat >"$work/amfgate-redis.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18483}, "threads": 2, "log": {"access": false},
+ "sessions": {"store": "redis", "redis": {"port": 18482}}}
+JSON
+redis-server --port 18482 --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
+  >"$work/redis.log" & redis=$!
 build/bench/tests/bench/bare_server 18480 2 & bare=$!
 build/bench/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & gate=$!
-pids=("$bare" "$gate")
+sleep 0.5
+build/bench/server/amfgate --config "$work/amfgate-redis.json" >"$work/amfgate-redis.log" &
+gate_redis=$!
+pids=("$bare" "$gate" "$gate_redis" "$redis")
 sleep 1
+session=0123456789abcdef0123456789abcdef
+redis-cli -p 18482 SET "amfgate:session:$session" \
+  '{"user":{"name":"bench","roles":[]},"dsid":"","small_messages":false}' PX 3600000 >/dev/null
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-run() {  # run NAME PID URL BODY: one line "NAME rps p50 p99 cpu_us errors"
+run() {  # run NAME PID URL BODY [COOKIE]: one line "NAME rps p50 p99 cpu_us errors"
   local t0 t1 line
   t0=$(cpu_ticks "$2")
-  line=$(AMF_BODY=$4 wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" |
+  line=$(AMF_BODY=$4 AMF_COOKIE=${5:-} wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" |
     grep '^RESULT')
   t1=$(cpu_ticks "$2")
   echo "$line" | awk -v n="$1" -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" '{
@@ -45,6 +60,9 @@ for r in $(seq "$rounds"); do
   run ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
   run amf0-echo "$gate" http://127.0.0.1:18481/gateway "$work/amf0-echo.amf"
   run flex-echo "$gate" http://127.0.0.1:18481/gateway "$work/flex-echo.amf"
+  run redis-anon "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf"
+  run redis-sess "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf" \
+    "AMFGATESESSIONID=$session"
 done >"$work/results"
 
 # Medians per case, and ratios to the ceiling's medians.
@@ -60,8 +78,8 @@ awk -v rounds="$rounds" '
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
     printf "%-10s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling amf0-echo flex-echo", names, " ")
-    for (k = 1; k <= 3; k++) {
+    split("ceiling amf0-echo flex-echo redis-anon redis-sess", names, " ")
+    for (k = 1; k <= 5; k++) {
       n = names[k]
       printf "%-10s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
