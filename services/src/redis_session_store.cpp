@@ -66,8 +66,8 @@ void redis_session_store::connection_deleter::operator()(redisContext* c) const 
 class redis_session_store::reply {
  public:
   explicit reply(redisReply* r) : r_(r) {}
+  explicit operator bool() const noexcept { return r_ != nullptr; }
   const redisReply* operator->() const noexcept { return r_.get(); }
-  const redisReply& operator*() const noexcept { return *r_; }
 
  private:
   struct deleter {
@@ -118,7 +118,7 @@ redis_session_store::connection redis_session_store::acquire() {
   auto setup = [&](std::vector<const char*> argv) {
     reply r(static_cast<redisReply*>(
         redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), nullptr)));
-    if (!&*r) failed(c->errstr);
+    if (!r) failed(c->errstr);
     if (r->type == REDIS_REPLY_ERROR) failed(std::string(argv[0]) + ": " + r->str);
   };
   if (!opt_.password.empty()) setup({"AUTH", opt_.password.c_str()});

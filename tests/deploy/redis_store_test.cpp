@@ -108,5 +108,28 @@ TEST_F(RedisStore, UnreachableRedisThrowsAndReportsEachTransitionOnce) {
   EXPECT_TRUE(transitions_[1].starts_with("up ")) << transitions_[1];
 }
 
+TEST_F(RedisStore, PasswordAndDatabase) {
+  process guarded;
+  const auto port = free_port();
+  start_redis(guarded, port, dir_, {"--requirepass", "s3cret"});
+  auto o = options();
+  o.port = port;
+  o.db = 3;
+  o.password = "wrong";
+  redis_session_store refused(o);
+  try {
+    refused.create();
+    FAIL() << "no exception";
+  } catch (const store_unavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("AUTH"), std::string::npos) << e.what();
+  }
+  o.password = "s3cret";
+  redis_session_store store(o);
+  const auto s = store.create();
+  EXPECT_TRUE(store.find(s.id));
+  o.db = 0;
+  EXPECT_FALSE(redis_session_store(o).find(s.id));  // another database
+}
+
 }  // namespace
 }  // namespace amfgate::test

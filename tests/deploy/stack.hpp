@@ -95,7 +95,7 @@ inline std::string find_program(const std::string& name) {
   throw std::runtime_error(name + " is not installed (scripts/install-deps.sh test installs it)");
 }
 
-// PING over a plain socket: true on +PONG.
+// PING over a plain socket: true on +PONG (or NOAUTH from a server with a password).
 inline bool redis_ping(std::uint16_t port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -107,16 +107,27 @@ inline bool redis_ping(std::uint16_t port) {
   char reply[8] = {};
   const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
                   ::write(fd, "PING\r\n", 6) == 6 && ::read(fd, reply, 5) == 5 &&
-                  std::string(reply, 5) == "+PONG";
+                  (std::string(reply, 5) == "+PONG" || std::string(reply, 5) == "-NOAU");
   ::close(fd);
   return ok;
 }
 
 /// redis-server on `port`, no persistence, its files in `dir`; returns once it answers PING.
-inline void start_redis(process& p, std::uint16_t port, const std::filesystem::path& dir) {
-  p.start({find_program("redis-server"), "--port", std::to_string(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--dir", dir.string()},
-          dir / "redis.log");
+inline void start_redis(process& p, std::uint16_t port, const std::filesystem::path& dir,
+                        const std::vector<std::string>& more = {}) {
+  std::vector<std::string> argv{find_program("redis-server"),
+                                "--port",
+                                std::to_string(port),
+                                "--bind",
+                                "127.0.0.1",
+                                "--save",
+                                "",
+                                "--appendonly",
+                                "no",
+                                "--dir",
+                                dir.string()};
+  argv.insert(argv.end(), more.begin(), more.end());
+  p.start(argv, dir / "redis.log");
   for (int i = 0; i < 400 && !redis_ping(port); ++i) {
     if (!p.running()) throw std::runtime_error("redis-server exited at start:\n" + p.log());
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
