@@ -159,6 +159,18 @@ void gateway::handle(std::string_view body, exchange& ex) {
   amf::encode_packet(out, ex.body, amf::length_fields::as_given);
 }
 
+bool gateway::open_session(request& rq) {
+  if (rq.sess) return true;
+  try {
+    rq.sess = sessions_.create();
+  } catch (const services::store_unavailable& e) {
+    rq.store_error = e.what();
+    return false;
+  }
+  rq.ex.new_session_id = rq.sess->id;
+  return true;
+}
+
 void gateway::login(request& rq, std::string_view user, std::string_view password) {
   std::optional<services::principal> p;
   if (!user.empty() && !password.empty()) p = auth_.authenticate(user, password);
@@ -167,15 +179,10 @@ void gateway::login(request& rq, std::string_view user, std::string_view passwor
     log_->info("login refused for user \"{}\" from {}", user, rq.ex.client_address);
     return;
   }
-  if (!rq.sess) {
-    try {
-      rq.sess = sessions_.create();
-    } catch (const services::store_unavailable& e) {
-      rq.store_error = e.what();
-      log_->warn("login of user \"{}\" from {} failed: {}", user, rq.ex.client_address, e.what());
-      return;
-    }
-    rq.ex.new_session_id = rq.sess->id;
+  if (!open_session(rq)) {
+    log_->warn("login of user \"{}\" from {} failed: {}", user, rq.ex.client_address,
+               rq.store_error);
+    return;
   }
   rq.sess->user = p;
   rq.user = p;
@@ -313,15 +320,7 @@ amf::value gateway::flex_message(request& rq, const amf::value& v, bool& failed)
     amf::flex::set_header(doc, ack, "DSMessagingVersion", amf::value::number(1.0));
     const amf::value version = in->header("DSMessagingVersion");
     if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
-      if (!rq.sess) {
-        try {
-          rq.sess = sessions_.create();
-        } catch (const services::store_unavailable& e) {
-          rq.store_error = e.what();
-          return;  // answered in standard messages, which need no session
-        }
-        rq.ex.new_session_id = rq.sess->id;
-      }
+      if (!open_session(rq)) return;  // answered in standard messages, which need no session
       rq.sess->small_messages = small = true;
       rq.session_dirty = true;
     }

@@ -56,6 +56,9 @@ class gateway {
                     std::span<const amf::value> args);
   void check_access(request& rq, std::string_view service, std::string_view method);
   void login(request& rq, std::string_view user, std::string_view password);
+  /// The request's session, created if it has none; false (and `store_error`) when the store
+  /// cannot be reached.
+  bool open_session(request& rq);
 
   const config::gateway_config& cfg_;
   services::registry& services_;
