@@ -92,7 +92,7 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   auto store = std::make_unique<amfgate::services::redis_session_store>(o);
   log->info("sessions in {} under the prefix \"{}\"", store->where(), o.key_prefix);
   try {
-    store->size();
+    store->ping();
   } catch (const amfgate::services::store_unavailable&) {
     // logged by on_state_change; the daemon starts anyway and reconnects when it can
   }

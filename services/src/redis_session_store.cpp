@@ -98,13 +98,14 @@ void redis_session_store::failed(const std::string& why) {
   throw store_unavailable(where() + ": " + why);
 }
 
-redis_session_store::connection redis_session_store::acquire() {
+redis_session_store::connection redis_session_store::acquire(bool& pooled) {
   {
     std::lock_guard lock(mutex_);
     if (down_ && std::chrono::steady_clock::now() < retry_at_) {
       throw store_unavailable(where() + ": " + last_error_);
     }
-    if (!idle_.empty()) {
+    pooled = !idle_.empty();
+    if (pooled) {
       connection c = std::move(idle_.back());
       idle_.pop_back();
       return c;
@@ -147,15 +148,21 @@ redis_session_store::reply redis_session_store::command(const std::vector<std::s
     argv.push_back(a.data());
     lengths.push_back(a.size());
   }
-  // A pooled connection may have been closed by a Redis restart: one retry on a new one.
-  for (int attempt = 0;; ++attempt) {
-    connection c = acquire();
+  // A pooled connection may have been closed by a Redis restart, and so the whole pool: then
+  // one more try on a new connection. A new connection that fails is not tried again.
+  for (bool retried = false;; retried = true) {
+    bool pooled = false;
+    connection c = acquire(pooled);
     auto* r = static_cast<redisReply*>(
         redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
     if (!r) {
       const std::string why = c->errstr;
       c.reset();
-      if (attempt == 0) continue;
+      if (pooled && !retried) {
+        std::lock_guard lock(mutex_);
+        idle_.clear();
+        continue;
+      }
       failed(why);
     }
     reply out(r);
@@ -197,6 +204,10 @@ void redis_session_store::save(const session& s) {
 
 void redis_session_store::remove(const std::string& id) {
   if (plausible_id(id)) command({"DEL", opt_.key_prefix + id});
+}
+
+void redis_session_store::ping() {
+  command({"PING"});
 }
 
 std::size_t redis_session_store::size() {

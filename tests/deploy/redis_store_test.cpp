@@ -108,6 +108,18 @@ TEST_F(RedisStore, UnreachableRedisThrowsAndReportsEachTransitionOnce) {
   EXPECT_TRUE(transitions_[1].starts_with("up ")) << transitions_[1];
 }
 
+TEST_F(RedisStore, ARestartBetweenCallsIsNotAnOutage) {
+  redis_session_store store(options());
+  std::vector<services::session> made;
+  for (int i = 0; i < 3; ++i) made.push_back(store.create());  // pooled connections
+  redis_.signal(SIGTERM);
+  ASSERT_EQ(redis_.wait(10s), 0);
+  start_redis(redis_, port_, dir_);
+  EXPECT_FALSE(store.find(made[0].id));  // a stale pooled connection, then a new one
+  EXPECT_TRUE(store.find(store.create().id));
+  EXPECT_TRUE(transitions_.empty()) << transitions_.at(0);
+}
+
 TEST_F(RedisStore, PasswordAndDatabase) {
   process guarded;
   const auto port = free_port();

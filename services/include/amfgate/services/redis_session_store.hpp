@@ -48,6 +48,9 @@ class redis_session_store : public session_store {
   /// Counts the keys under the prefix (SCAN): for metrics, not for every request.
   std::size_t size() override;
 
+  /// One round trip (PING); throws store_unavailable.
+  void ping();
+
   /// "redis host:port".
   std::string where() const;
 
@@ -60,7 +63,8 @@ class redis_session_store : public session_store {
 
   /// Runs one command on a pooled connection; throws store_unavailable.
   reply command(const std::vector<std::string>& args);
-  connection acquire();
+  /// A pooled connection (`pooled` true) or a new one.
+  connection acquire(bool& pooled);
   void release(connection c);
   [[noreturn]] void failed(const std::string& why);
 
