@@ -2,36 +2,17 @@
 // stops it with a signal.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "amfgate/server/client.hpp"
+#include "process.hpp"
 
 namespace amfgate::test {
-
-inline std::uint16_t free_port() {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(s);
-  return ntohs(a.sin_port);
-}
 
 class daemon {
  public:
@@ -44,33 +25,21 @@ class daemon {
     std::ofstream(config_) << "{\"listen\": {\"address\": \"127.0.0.1\", \"port\": " << port_
                            << "}, \"threads\": 2" << (settings.empty() ? "" : ", ") << settings
                            << "}";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::freopen(log_.c_str(), "w", stdout);
-      std::freopen(log_.c_str(), "a", stderr);
-      ::execl(AMFGATE_BINARY, AMFGATE_BINARY, "--config", config_.c_str(), nullptr);
-      std::_Exit(127);
-    }
+    std::remove(log_.c_str());
+    process_.start({AMFGATE_BINARY, "--config", config_}, log_);
     for (int i = 0; i < 200; ++i) {
       try {
         if (client().get("/healthz").status == 200) return;
       } catch (const std::exception&) {
       }
-      int status;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        throw std::runtime_error("amfgate exited at start:\n" + log());
-      }
+      if (!process_.running()) throw std::runtime_error("amfgate exited at start:\n" + log());
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     throw std::runtime_error("amfgate did not answer /healthz:\n" + log());
   }
 
   ~daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
+    process_.kill(SIGKILL);
     std::remove(config_.c_str());
     std::remove(log_.c_str());
   }
@@ -80,22 +49,12 @@ class daemon {
   }
   std::uint16_t port() const { return port_; }
   const std::string& config_path() const { return config_; }
-  pid_t pid() const { return pid_; }
 
-  void signal(int sig) const { ::kill(pid_, sig); }
+  void signal(int sig) const { process_.signal(sig); }
 
   /// Waits for the process to exit; its exit status, or -1 on timeout / death by signal.
   int wait(std::chrono::milliseconds timeout = std::chrono::seconds(15)) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      int status;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
+    return process_.wait(timeout);
   }
 
   /// True once the log holds `text`; the daemon logs asynchronously and flushes each second.
@@ -109,15 +68,12 @@ class daemon {
     return false;
   }
 
-  std::string log() const {
-    std::ifstream f(log_);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-  }
+  std::string log() const { return process_.log(); }
 
  private:
   std::uint16_t port_;
-  pid_t pid_ = -1;
   std::string config_, log_;
+  process process_;
 };
 
 }  // namespace amfgate::test
