@@ -30,8 +30,8 @@ std::vector<amf::op_spec> red5_externalizable_layout() {
 
 void add_echo_service(registry& r) {
   auto echo = [](amf::value x) { return x; };
-  r.bind("EchoService", "echo", echo);
-  r.bind("Red5Echo", "echo", echo);
+  r.bind("EchoService", "echo", echo, execution::inline_);
+  r.bind("Red5Echo", "echo", echo, execution::inline_);
   const auto codec = amf::ops_codec(red5_externalizable_layout());
   r.classes().add("org.red5.demos.echo.ExternalizableClass", codec);
   r.classes().add("org.red5.server.webapp.echo.ExternalizableClass", codec);
@@ -54,18 +54,23 @@ void add_introspection_service(registry& r) {
     o->dynamic.push_back({"methods", amf::value::of(methods)});
     return amf::value::of(o);
   };
-  r.bind("amfgate.Introspection", "listServices", [&r, describe_one](call_context& ctx) {
-    auto* all = ctx.doc.array();
-    for (const auto& s : r.describe()) all->dense.push_back(describe_one(ctx.doc, s));
-    return amf::value::of(all);
-  });
-  r.bind("amfgate.Introspection", "describeService",
-         [&r, describe_one](call_context& ctx, std::string name) {
-           for (const auto& s : r.describe()) {
-             if (s.name == name) return describe_one(ctx.doc, s);
-           }
-           throw fault("Server.ResourceNotFound", "no service named " + name);
-         });
+  r.bind(
+      "amfgate.Introspection", "listServices",
+      [&r, describe_one](call_context& ctx) {
+        auto* all = ctx.doc.array();
+        for (const auto& s : r.describe()) all->dense.push_back(describe_one(ctx.doc, s));
+        return amf::value::of(all);
+      },
+      execution::inline_);
+  r.bind(
+      "amfgate.Introspection", "describeService",
+      [&r, describe_one](call_context& ctx, std::string name) {
+        for (const auto& s : r.describe()) {
+          if (s.name == name) return describe_one(ctx.doc, s);
+        }
+        throw fault("Server.ResourceNotFound", "no service named " + name);
+      },
+      execution::inline_);
 }
 
 }  // namespace amfgate::services

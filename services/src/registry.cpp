@@ -67,7 +67,8 @@ std::vector<service_description> registry::describe() const {
   std::vector<service_description> out;
   for (const auto& [name, methods] : services_) {
     service_description d{name, {}};
-    for (const auto& [m, info] : methods) d.methods.push_back({m, info.parameters, info.result});
+    for (const auto& [m, info] : methods)
+      d.methods.push_back({m, info.parameters, info.result, info.how});
     out.push_back(std::move(d));
   }
   return out;

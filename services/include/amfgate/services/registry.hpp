@@ -1,9 +1,17 @@
 // Services: C++ callables bound by name and signature, called with AMF arguments.
 //
 //   registry r;
-//   r.bind("UserService", "getUser", [](std::int32_t id) -> User { ... });
+//   r.bind("UserService", "getUser", [](std::int32_t id) -> User { ... });   // worker pool
+//   r.bind("Math", "add", [](double a, double b) { return a + b; }, execution::inline_);
+//   r.bind("Quotes", "get", [](std::string s) -> net::awaitable<double> { ... });  // coroutine
 //   r.bind("UserService", "rename", &Users::rename, &users);          // a member function
 //   r.bind("Audit", "log", [](call_context& ctx, std::string what) { ... });
+//
+// How a handler runs is chosen when it is bound (`execution`): a plain function runs on the
+// server's bounded worker pool, so it may block (a database call); `execution::inline_` runs
+// it on the I/O thread that read the request, for cheap code that never waits; a function
+// that returns `boost::asio::awaitable<T>` runs on the connection's executor and may
+// `co_await` timers, sockets or other services without holding a thread.
 //
 // Arguments convert through amf::adaptor<T> (amf/adaptor.hpp); a mismatch is a fault that
 // names the service, method, argument, expected and actual type. A handler may throw `fault`;
@@ -11,6 +19,10 @@
 // `freeze()` (the server calls it at start) is an error.
 #pragma once
 
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,26 +60,49 @@ class fault : public std::runtime_error {
   std::string detail_;
 };
 
-/// What a handler may know about its call.
+/// How a bound handler runs.
+enum class execution {
+  pool,      ///< the default for plain functions: on the bounded worker pool; may block
+  inline_,   ///< on the I/O thread: cheap code that never blocks (echo, introspection)
+  coroutine  ///< returns boost::asio::awaitable<T>: on the connection's executor, awaits I/O
+};
+
+/// What a handler may know about its call. It lives until the handler returns (a coroutine:
+/// until it completes), not longer: copy what a detached task needs.
 struct call_context {
   call_context(std::string_view s, std::string_view m, amf::document& d)
       : service(s), method(m), doc(d) {}
 
   std::string_view service, method;
-  amf::document& doc;                    ///< where results are built; lives for the request
+  amf::document& doc;                    ///< where results are built
   const amf::packet* request = nullptr;  ///< the whole packet (headers); null in tests
   std::string client_address;
   std::optional<session> user_session;  ///< the caller's session, if it has one
   const principal* user = nullptr;      ///< the authenticated caller, or null
   spdlog::logger* logger = nullptr;
+  /// The connection's executor (a strand): where a coroutine handler runs. Its cancellation
+  /// (`co_await boost::asio::this_coro::cancellation_state`) fires at the call's deadline or
+  /// when the client goes away.
+  boost::asio::any_io_executor executor;
+  /// When the client stops waiting (limits.call_timeout_ms or a per-method override).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Set when a pool handler's caller has gone (deadline passed, client disconnected): a long
+  /// handler may poll `abandoned()` and stop early; its result is dropped either way.
+  const std::atomic<bool>* abandon_flag = nullptr;
 
   /// The packet header `name`, or undefined.
   amf::value header(std::string_view name) const;
+  bool abandoned() const noexcept { return abandon_flag && abandon_flag->load(); }
 };
 
 /// A bound method: converts arguments, calls, converts the result.
 struct method {
+  execution how = execution::pool;
+  /// For `pool` and `inline_` handlers.
   std::function<amf::value(call_context&, std::span<const amf::value>)> invoke;
+  /// For `coroutine` handlers.
+  std::function<boost::asio::awaitable<amf::value>(call_context&, std::span<const amf::value>)>
+      invoke_async;
   std::vector<std::string> parameters;  ///< expected type of each argument
   std::string result;
 };
@@ -128,6 +163,39 @@ amf::value call(F& f, call_context& ctx, std::span<const amf::value> args,
   }
 }
 
+template <class T>
+struct awaited {
+  static constexpr bool value = false;
+  using type = T;
+};
+template <class T, class E>
+struct awaited<boost::asio::awaitable<T, E>> {
+  static constexpr bool value = true;
+  using type = T;
+};
+
+// The coroutine form of `call`: the arguments convert before the handler starts.
+template <class R, bool WithContext, class F, class... A, std::size_t... I>
+boost::asio::awaitable<amf::value> call_async(F& f, call_context& ctx,
+                                              std::span<const amf::value> args,
+                                              std::index_sequence<I...>) {
+  if (args.size() > sizeof...(A)) argument_count(ctx, sizeof...(A), args.size());
+  std::tuple<plain<A>...> converted{convert<A>(ctx, args, I)...};
+  auto start = [&] {
+    if constexpr (WithContext) {
+      return f(ctx, std::move(std::get<I>(converted))...);
+    } else {
+      return f(std::move(std::get<I>(converted))...);
+    }
+  };
+  if constexpr (std::is_void_v<R>) {
+    co_await start();
+    co_return amf::value::null();
+  } else {
+    co_return amf::adaptor<plain<R>>::to_value(ctx.doc, co_await start());
+  }
+}
+
 template <class... A>
 struct first_is_context : std::false_type {};
 template <class First, class... Rest>
@@ -139,38 +207,51 @@ template <class R, class... A>
 struct binder<R, std::tuple<A...>> {
   static constexpr bool with_context = first_is_context<A...>::value;
 
+  static constexpr bool is_coroutine = awaited<R>::value;
+  using result_type = typename awaited<R>::type;
+
   template <class F>
-  static method make(F f) {
+  static method make(F f, execution how) {
     if constexpr (with_context) {
-      return without_context_parameter(std::move(f), static_cast<std::tuple<A...>*>(nullptr));
+      return without_context_parameter(std::move(f), how, static_cast<std::tuple<A...>*>(nullptr));
     } else {
-      return build<false, F, A...>(std::move(f));
+      return build<false, F, A...>(std::move(f), how);
     }
   }
 
  private:
   // The AMF arguments are the parameters after a leading call_context&.
   template <class F, class First, class... Rest>
-  static method without_context_parameter(F f, std::tuple<First, Rest...>*) {
-    return build<true, F, Rest...>(std::move(f));
+  static method without_context_parameter(F f, execution how, std::tuple<First, Rest...>*) {
+    return build<true, F, Rest...>(std::move(f), how);
   }
 
   template <bool WithContext, class F, class... P>
-  static method build(F f) {
+  static method build(F f, execution how) {
     method m;
+    m.how = how;
     m.parameters = {std::string(amf::adaptor<plain<P>>::expected())...};
     m.result = result_name();
-    m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
-      return call<R, WithContext, F, P...>(f, ctx, args, std::index_sequence_for<P...>{});
-    };
+    if constexpr (is_coroutine) {
+      m.how = execution::coroutine;
+      m.invoke_async = [f = std::move(f)](call_context& ctx,
+                                          std::span<const amf::value> args) mutable {
+        return call_async<result_type, WithContext, F, P...>(f, ctx, args,
+                                                             std::index_sequence_for<P...>{});
+      };
+    } else {
+      m.invoke = [f = std::move(f)](call_context& ctx, std::span<const amf::value> args) mutable {
+        return call<R, WithContext, F, P...>(f, ctx, args, std::index_sequence_for<P...>{});
+      };
+    }
     return m;
   }
 
   static std::string result_name() {
-    if constexpr (std::is_void_v<R>) {
+    if constexpr (std::is_void_v<result_type>) {
       return "void";
     } else {
-      return std::string(amf::adaptor<plain<R>>::expected());
+      return std::string(amf::adaptor<plain<result_type>>::expected());
     }
   }
 };
@@ -184,6 +265,7 @@ struct service_description {
     std::string name;
     std::vector<std::string> parameters;
     std::string result;
+    execution how = execution::pool;
   };
   std::vector<method_info> methods;
 };
@@ -192,11 +274,20 @@ class registry {
  public:
   registry();
 
+  /// Binds `f`. A plain function runs on the worker pool unless `how` is
+  /// `execution::inline_`; a function returning `awaitable<T>` is a coroutine whatever `how`
+  /// says but `inline_`, which is an error for it (std::logic_error).
   template <class F>
-  registry& bind(std::string_view service, std::string_view method_name, F f) {
+  registry& bind(std::string_view service, std::string_view method_name, F f,
+                 execution how = execution::pool) {
     using sig = detail::signature<std::decay_t<F>>;
-    add(service, method_name,
-        detail::binder<typename sig::result, typename sig::args>::make(std::move(f)));
+    using binder = detail::binder<typename sig::result, typename sig::args>;
+    if (binder::is_coroutine && how == execution::inline_) {
+      throw std::logic_error("cannot bind " + std::string(service) + "." +
+                             std::string(method_name) +
+                             " inline: it is a coroutine (it returns an awaitable)");
+    }
+    add(service, method_name, binder::make(std::move(f), how));
     return *this;
   }
 
@@ -204,9 +295,11 @@ class registry {
   template <class C, class M>
   requires std::is_member_function_pointer_v<M> registry& bind(std::string_view service,
                                                                std::string_view method_name, M pm,
-                                                               C* object) {
+                                                               C* object,
+                                                               execution how = execution::pool) {
     using sig = detail::signature<M>;
-    return bind_member(service, method_name, pm, object, static_cast<typename sig::args*>(nullptr),
+    return bind_member(service, method_name, pm, object, how,
+                       static_cast<typename sig::args*>(nullptr),
                        static_cast<typename sig::result*>(nullptr));
   }
 
@@ -227,9 +320,10 @@ class registry {
  private:
   template <class C, class M, class R, class... A>
   registry& bind_member(std::string_view service, std::string_view method_name, M pm, C* object,
-                        std::tuple<A...>*, R*) {
-    return bind(service, method_name,
-                [pm, object](A... a) -> R { return (object->*pm)(std::forward<A>(a)...); });
+                        execution how, std::tuple<A...>*, R*) {
+    return bind(
+        service, method_name,
+        [pm, object](A... a) -> R { return (object->*pm)(std::forward<A>(a)...); }, how);
   }
 
   std::map<std::string, std::map<std::string, method, std::less<>>, std::less<>> services_;
