@@ -154,7 +154,29 @@ void apply(walker& w, const json& j, gateway_config& c) {
                        {"header_timeout_ms", w.millis(l.header_timeout)},
                        {"read_timeout_ms", w.millis(l.read_timeout)},
                        {"idle_timeout_ms", w.millis(l.idle_timeout)},
-                       {"max_depth", w.integer(l.max_depth, 1, 4096)}});
+                       {"max_depth", w.integer(l.max_depth, 1, 4096)},
+                       {"call_timeout_ms", w.millis(l.call_timeout)},
+                       {"call_timeouts", [&](const json& t, const std::string& tp) {
+                          if (!t.is_object()) {
+                            return w.fail(tp, "an object of \"Service[.method]\": milliseconds", t);
+                          }
+                          for (const auto& [target, ms] : t.items()) {
+                            w.millis(l.call_timeouts[target])(ms, tp + "/" + target);
+                          }
+                        }}});
+           }},
+          {"workers",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p,
+                      {{"threads", w.integer(c.workers.threads, 0, 4096)},
+                       {"max_queue", w.integer(c.workers.max_queue, 0, 1'000'000)}});
+           }},
+          {"logins",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p,
+                      {{"max_failures", w.integer(c.logins.max_failures, 1, 1'000'000)},
+                       {"window_ms", w.millis(c.logins.window)},
+                       {"backoff_ms", w.millis(c.logins.backoff)}});
            }},
           {"log",
            [&](const json& v, const std::string& p) {
@@ -213,8 +235,7 @@ void apply(walker& w, const json& j, gateway_config& c) {
                                     {"db", w.integer(x.db, 0, 15)},
                                     {"key_prefix", w.string(x.key_prefix)},
                                     {"connect_timeout_ms", w.millis(x.connect_timeout)},
-                                    {"command_timeout_ms", w.millis(x.command_timeout)},
-                                    {"workers", w.integer(x.workers, 0, 1024)}});
+                                    {"command_timeout_ms", w.millis(x.command_timeout)}});
                         }}});
            }},
           {"small_messages", w.boolean(c.small_messages)},
@@ -267,6 +288,8 @@ json to_json(const gateway_config& c) {
   for (const auto& [k, r] : c.access) {
     access[k] = {{"authenticated", r.authenticated}, {"roles", r.roles}};
   }
+  json timeouts = json::object();
+  for (const auto& [k, ms] : c.limits.call_timeouts) timeouts[k] = ms.count();
   json cross = nullptr;
   if (c.crossdomain) {
     cross = {{"allow_domains", c.crossdomain->allow_domains},
@@ -289,7 +312,14 @@ json to_json(const gateway_config& c) {
         {"header_timeout_ms", c.limits.header_timeout.count()},
         {"read_timeout_ms", c.limits.read_timeout.count()},
         {"idle_timeout_ms", c.limits.idle_timeout.count()},
-        {"max_depth", c.limits.max_depth}}},
+        {"max_depth", c.limits.max_depth},
+        {"call_timeout_ms", c.limits.call_timeout.count()},
+        {"call_timeouts", timeouts}}},
+      {"workers", {{"threads", c.workers.threads}, {"max_queue", c.workers.max_queue}}},
+      {"logins",
+       {{"max_failures", c.logins.max_failures},
+        {"window_ms", c.logins.window.count()},
+        {"backoff_ms", c.logins.backoff.count()}}},
       {"log", {{"level", c.log.level}, {"access", c.log.access}, {"sinks", sinks}}},
       {"crossdomain", cross},
       {"sessions",
@@ -304,8 +334,7 @@ json to_json(const gateway_config& c) {
           {"db", c.sessions.redis.db},
           {"key_prefix", c.sessions.redis.key_prefix},
           {"connect_timeout_ms", c.sessions.redis.connect_timeout.count()},
-          {"command_timeout_ms", c.sessions.redis.command_timeout.count()},
-          {"workers", c.sessions.redis.workers}}}}},
+          {"command_timeout_ms", c.sessions.redis.command_timeout.count()}}}}},
       {"small_messages", c.small_messages},
       {"users", users},
       {"access", access},
@@ -313,6 +342,15 @@ json to_json(const gateway_config& c) {
 }
 
 }  // namespace
+
+milliseconds gateway_config::call_timeout(std::string_view service, std::string_view method) const {
+  if (!limits.call_timeouts.empty()) {
+    auto it = limits.call_timeouts.find(std::string(service) + "." + std::string(method));
+    if (it == limits.call_timeouts.end()) it = limits.call_timeouts.find(std::string(service));
+    if (it != limits.call_timeouts.end()) return it->second;
+  }
+  return limits.call_timeout;
+}
 
 error::error(const std::vector<std::string>& errors)
     : std::runtime_error(join(errors)), errors_(errors) {}

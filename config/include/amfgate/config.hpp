@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace amfgate::config {
@@ -29,6 +30,25 @@ struct limit_settings {
   milliseconds read_timeout{30'000};    ///< to receive its body
   milliseconds idle_timeout{60'000};    ///< keep-alive connection with no request
   std::size_t max_depth = 128;          ///< AMF nesting
+  /// How long a client waits for one call (a message of a packet); past it the call is
+  /// answered with the fault Server.Timeout. 0 = no deadline.
+  milliseconds call_timeout{30'000};
+  /// Per "Service" or "Service.method" (the more precise wins): overrides `call_timeout`.
+  std::map<std::string, milliseconds> call_timeouts;
+};
+
+/// The worker pool where plain (blocking) handlers, password checks and a blocking session
+/// store run.
+struct worker_settings {
+  unsigned threads = 0;       ///< 0 = four per core (handlers mostly wait on I/O)
+  std::size_t max_queue = 0;  ///< calls waiting for a worker; past it 503. 0 = 64 per worker
+};
+
+/// Failed logins, limited per client address and per user name.
+struct login_settings {
+  std::size_t max_failures = 5;  ///< within the window, before attempts are refused
+  milliseconds window{60'000};
+  milliseconds backoff{30'000};  ///< doubled for each further failure, at most 64 times
 };
 
 struct log_sink {
@@ -57,9 +77,6 @@ struct redis_settings {
   std::string key_prefix = "amfgate:session:";
   milliseconds connect_timeout{500};
   milliseconds command_timeout{500};
-  /// Threads that run requests which may use the store (they wait on Redis, the I/O threads
-  /// never do); 0 = two per core. Raise it when Redis is across a network.
-  unsigned workers = 0;
 };
 
 struct session_settings {
@@ -94,6 +111,8 @@ struct gateway_config {
   /// them (a balancer does so without racing a request against the close); 0 = close at once.
   milliseconds shutdown_idle_wait{0};
   limit_settings limits;
+  worker_settings workers;
+  login_settings logins;
   log_settings log;
   std::optional<crossdomain_settings> crossdomain;  ///< none: /crossdomain.xml is 404
   session_settings sessions;
@@ -102,6 +121,8 @@ struct gateway_config {
   std::map<std::string, access_rule> access;
 
   bool introspection_enabled() const { return introspection.value_or(debug); }
+  /// The deadline of `service`.`method` (zero: none).
+  milliseconds call_timeout(std::string_view service, std::string_view method) const;
 };
 
 /// Every error found, one per line, each starting with its JSON path.
