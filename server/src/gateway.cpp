@@ -2,23 +2,35 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
-
-#include "amf/flex.hpp"
 
 namespace amfgate::server {
 
+namespace net = boost::asio;
 using services::fault;
 
+// A request's state. Shared, because a pool call that outlives its deadline still reads the
+// packet (its arguments) until it returns: the body and the arena then live as long as it.
 struct gateway::request {
-  exchange& ex;
-  amf::document& doc;
-  const amf::packet& packet;
+  request(std::string b, exchange& e) : body(std::move(b)), doc(body.size() * 2 + 1024), ex(e) {}
+  std::string body;
+  amf::document doc;
+  amf::packet packet{doc.resource()};
+  exchange& ex;                                         ///< only while `handle` runs
+  std::vector<std::shared_ptr<amf::document>> results;  ///< pool calls' results, until encoded
   std::optional<services::session> sess;
   std::optional<services::principal> user;
-  std::string refused_user;  ///< a Credentials header that did not log in
+  std::string refused_user;                           ///< a Credentials header that did not log in
+  std::chrono::steady_clock::duration retry_login{};  ///< refused unchecked: too many failures
   bool session_dirty = false;
   std::string store_error;  ///< why the session store could not be used, if it could not
+  bool ran = false;         ///< a message has reached its handler
 };
 
 namespace {
@@ -74,56 +86,157 @@ std::span<const amf::value> arguments(const amf::value& v) {
   return {&v, 1};
 }
 
+// "address" of "address:port" (IPv6 as "[::1]:port" or "::1:port" alike).
+std::string_view address_of(std::string_view client) {
+  if (auto colon = client.rfind(':'); colon != std::string_view::npos) {
+    client = client.substr(0, colon);
+  }
+  return client;
+}
+
+std::string seconds_text(std::chrono::steady_clock::duration d) {
+  return std::to_string(std::chrono::ceil<std::chrono::seconds>(d).count()) + " s";
+}
+
+fault throttled_fault(std::chrono::steady_clock::duration wait) {
+  return fault("Client.Authentication",
+               "Too many failed logins for this user or address; retry in " + seconds_text(wait),
+               "retry_after_ms=" +
+                   std::to_string(std::chrono::ceil<std::chrono::milliseconds>(wait).count()));
+}
+
+// Races `call` against `timeout`: past it the call is cancelled (a coroutine gets its
+// cancellation; a pool job is dropped) and the client gets Server.Timeout. (Not the `||` of
+// awaitable_operators: it waits for one *success*, so a call that throws would wait for the
+// timer.) Cancelled from outside (the client went away), it ends with operation_aborted.
+net::awaitable<amf::value> with_deadline(net::awaitable<amf::value> call,
+                                         std::chrono::milliseconds timeout,
+                                         std::string_view service, std::string_view method,
+                                         metrics& stats) {
+  if (timeout.count() == 0) co_return co_await std::move(call);
+  const auto ex = co_await net::this_coro::executor;
+  net::steady_timer timer(ex, timeout);
+  auto [order, error, result, expired] =
+      co_await net::experimental::make_parallel_group(
+          net::co_spawn(ex, std::move(call), net::deferred), timer.async_wait(net::deferred))
+          .async_wait(net::experimental::wait_for_one(), net::use_awaitable);
+  if (order[0] == 0) {
+    if (error) std::rethrow_exception(error);
+    co_return result;
+  }
+  if (expired) throw boost::system::system_error(expired);  // cancelled from outside
+  stats.call_timed_out();
+  throw fault("Server.Timeout", std::string(service) + "." + std::string(method) +
+                                    " did not answer within " + std::to_string(timeout.count()) +
+                                    " ms");
+}
+
 }  // namespace
 
 gateway::gateway(const config::gateway_config& cfg, services::registry& services,
                  services::session_store& sessions, const services::authenticator& auth,
-                 std::shared_ptr<spdlog::logger> log)
-    : cfg_(cfg), services_(services), sessions_(sessions), auth_(auth), log_(std::move(log)) {}
+                 worker_pool& workers, metrics& stats, std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg),
+      services_(services),
+      sessions_(sessions),
+      auth_(auth),
+      workers_(workers),
+      stats_(stats),
+      limiter_({cfg.logins.max_failures, cfg.logins.window, cfg.logins.backoff}),
+      log_(std::move(log)) {}
 
-bool gateway::may_use_sessions(std::string_view body, std::string_view session_id) {
-  return !session_id.empty() || body.find("Credentials") != std::string_view::npos ||
-         body.find("CommandMessage") != std::string_view::npos ||
-         body.find("DSC") != std::string_view::npos;
+namespace {
+// An awaitable of a value already computed (shared: see worker_pool::run on GCC 12).
+template <class R>
+net::awaitable<R> ready(std::shared_ptr<R> v) {
+  co_return std::move(*v);
+}
+net::awaitable<void> ready() {
+  co_return;
+}
+}  // namespace
+
+// Not a coroutine: `f` is a closure (see worker_pool::run on GCC 12).
+template <class F>
+net::awaitable<std::invoke_result_t<F>> gateway::on_store(request& rq, F f) {
+  using R = std::invoke_result_t<F>;
+  if (sessions_.blocking()) {
+    rq.ex.waiting();
+    return workers_.run([f = std::move(f)](const std::atomic<bool>&) { return f(); });
+  }
+  if constexpr (std::is_void_v<R>) {
+    f();
+    return ready();
+  } else {
+    return ready(std::make_shared<R>(f()));
+  }
 }
 
-void gateway::handle(std::string_view body, exchange& ex) {
+net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
   ex.body.clear();
-  amf::document doc(body.size() * 2 + 1024);
+  auto rq = std::make_shared<request>(std::move(body), ex);
   amf::decode_options opt;
   opt.classes = &services_.classes();
   opt.max_depth = cfg_.limits.max_depth;
   amf::decode_error ec;
-  const amf::packet in = amf::decode_packet(amf::as_bytes(body), doc, ec, opt);
+  rq->packet = amf::decode_packet(amf::as_bytes(rq->body), rq->doc, ec, opt);
   if (ec) {
     ex.status = 400;
     ex.content_type = "text/plain; charset=utf-8";
     ex.body = "bad AMF packet: " + ec.message() + "\n";
-    return;
+    co_return;
   }
-  request rq{ex, doc, in, std::nullopt, std::nullopt, {}, false, {}};
+  try {
+    co_await run_messages(rq);
+  } catch (const pool_full& e) {
+    // Nothing has run yet (run_messages answers a later one with a fault): try again later.
+    stats_.busy_refused();
+    log_->warn("{}: 503: {}", ex.client_address, e.what());
+    ex.status = 503;
+    ex.content_type = "text/plain; charset=utf-8";
+    ex.retry_after = std::chrono::seconds(1);
+    ex.body = "server busy: " + std::string(e.what()) + "; retry later\n";
+  }
+}
+
+net::awaitable<void> gateway::run_messages(request_ptr rq) {
+  exchange& ex = rq->ex;
   if (!ex.session_id.empty()) {
     try {
-      rq.sess = sessions_.find(ex.session_id);
+      auto find = [this, id = ex.session_id] { return sessions_.find(id); };
+      rq->sess = co_await on_store(*rq, std::move(find));
     } catch (const services::store_unavailable& e) {
-      rq.store_error = e.what();  // calls that need no session still run
+      rq->store_error = e.what();  // calls that need no session still run
     }
-    if (rq.sess) rq.user = rq.sess->user;
+    if (rq->sess) rq->user = rq->sess->user;
   }
   // NetConnection.setCredentials: a Credentials header on every call. A session already
-  // logged in as that user skips the (deliberately slow) password check.
-  for (const auto& h : in.headers) {
+  // logged in as that user skips the (deliberately slow) password check, and a request gets
+  // at most one: a packet with several different Credentials headers logs nobody in.
+  const amf::object_node* credentials = nullptr;
+  for (const auto& h : rq->packet.headers) {
     const amf::object_node* c = h.name == "Credentials" ? h.val.as_object() : nullptr;
     if (!c) continue;
-    const auto user = text(c->find("userid"));
-    if (!(rq.user && rq.user->name == user)) {
-      login(rq, user, text(c->find("password")));
+    if (credentials && (text(c->find("userid")) != text(credentials->find("userid")) ||
+                        text(c->find("password")) != text(credentials->find("password")))) {
+      log_->info("{}: several different Credentials headers in one request: none is checked",
+                 ex.client_address);
+      rq->refused_user = text(credentials->find("userid"));
+      credentials = nullptr;
+      break;
+    }
+    credentials = c;
+  }
+  if (credentials) {
+    const auto user = text(credentials->find("userid"));
+    if (!(rq->user && rq->user->name == user)) {
+      co_await login(rq, user, text(credentials->find("password")));
     }
   }
 
-  amf::packet out(doc.resource());
-  out.version = in.version;
-  for (const auto& b : in.bodies) {
+  amf::packet out(rq->doc.resource());
+  out.version = rq->packet.version;
+  for (const auto& b : rq->packet.bodies) {
     ++ex.messages;
     bool failed = false;
     amf::value reply;
@@ -134,60 +247,83 @@ void gateway::handle(std::string_view body, exchange& ex) {
       if (auto* a = msg.as_array(); a && msg.kind() == amf::type::array && a->dense.size() == 1) {
         msg = a->dense[0];
       }
-      reply = flex_message(rq, msg, failed).with_flags(amf::value::avmplus);
+      reply = (co_await flex_message(rq, msg, failed)).with_flags(amf::value::avmplus);
     } else {
-      reply = call_netconnection(rq, b, failed);
+      reply = co_await call_netconnection(rq, b, failed);
       response_uri = "null";
     }
-    out.bodies.push_back({doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")),
-                          response_uri, amf::unknown_length, reply});
+    out.bodies.push_back(
+        {rq->doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")), response_uri,
+         amf::unknown_length, reply});
     if (failed) ++ex.faults;
   }
-  if (rq.session_dirty && rq.sess) {
+  if (rq->session_dirty && rq->sess) {
     try {
-      sessions_.save(*rq.sess);
+      auto save = [this, s = *rq->sess] { sessions_.save(s); };
+      co_await on_store(*rq, std::move(save));
     } catch (const services::store_unavailable& e) {
-      log_->warn("session {} not saved: {}", rq.sess->id, e.what());
+      log_->warn("session {} not saved: {}", rq->sess->id, e.what());
     }
   }
   if (!ex.new_session_id.empty()) {
     out.headers.push_back({"AppendToGatewayUrl", false, amf::unknown_length,
-                           doc.string(";" + cfg_.sessions.cookie + "=" + ex.new_session_id)});
+                           rq->doc.string(";" + cfg_.sessions.cookie + "=" + ex.new_session_id)});
   }
   // Every length field says "unknown" (ff ff ff ff), as Flash Player's servers (BlazeDS, Red5)
   // answer; clients never read them.
   amf::encode_packet(out, ex.body, amf::length_fields::as_given);
 }
 
-bool gateway::open_session(request& rq) {
-  if (rq.sess) return true;
+net::awaitable<bool> gateway::open_session(request_ptr rq) {
+  if (rq->sess) co_return true;
   try {
-    rq.sess = sessions_.create();
+    auto create = [this] { return sessions_.create(); };
+    rq->sess = co_await on_store(*rq, std::move(create));
   } catch (const services::store_unavailable& e) {
-    rq.store_error = e.what();
-    return false;
+    rq->store_error = e.what();
+    co_return false;
   }
-  rq.ex.new_session_id = rq.sess->id;
-  return true;
+  rq->ex.new_session_id = rq->sess->id;
+  co_return true;
 }
 
-void gateway::login(request& rq, std::string_view user, std::string_view password) {
+net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
+                                    std::string_view password) {
+  const std::string address(address_of(rq->ex.client_address));
+  if (const auto wait = limiter_.retry_after(address, user); wait.count() > 0) {
+    stats_.login_throttled();
+    rq->refused_user = user;
+    rq->retry_login = wait;
+    log_->info("login refused unchecked for user \"{}\" from {}: too many failures, retry in {}",
+               user, rq->ex.client_address, seconds_text(wait));
+    co_return;
+  }
   std::optional<services::principal> p;
-  if (!user.empty() && !password.empty()) p = auth_.authenticate(user, password);
+  if (!user.empty() && !password.empty()) {
+    // The hash costs tens of milliseconds of CPU by design: never on an I/O thread.
+    rq->ex.waiting();
+    // A named closure: GCC 12 copies a closure that is a temporary of a co_await expression
+    // byte for byte (a short std::string in it then points into the wrong frame).
+    auto check = [this, name = std::string(user), secret = std::string(password)](
+                     const std::atomic<bool>&) { return auth_.authenticate(name, secret); };
+    p = co_await workers_.run(std::move(check));
+  }
   if (!p) {
-    rq.refused_user = user;
-    log_->info("login refused for user \"{}\" from {}", user, rq.ex.client_address);
-    return;
+    limiter_.failed(address, user);
+    rq->refused_user = user;
+    log_->info("login refused for user \"{}\" from {}", user, rq->ex.client_address);
+    co_return;
   }
-  if (!open_session(rq)) {
-    log_->warn("login of user \"{}\" from {} failed: {}", user, rq.ex.client_address,
-               rq.store_error);
-    return;
+  limiter_.succeeded(user);
+  if (!co_await open_session(rq)) {
+    log_->warn("login of user \"{}\" from {} failed: {}", user, rq->ex.client_address,
+               rq->store_error);
+    co_return;
   }
-  rq.sess->user = p;
-  rq.user = p;
-  rq.session_dirty = true;
-  log_->info("user \"{}\" logged in from {}", user, rq.ex.client_address);
+  rq->sess->user = p;
+  rq->user = p;
+  rq->session_dirty = true;
+  log_->info("user \"{}\" logged in from {}", user, rq->ex.client_address);
 }
 
 void gateway::check_access(request& rq, std::string_view service, std::string_view method) {
@@ -198,6 +334,7 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   const auto& r = rule->second;
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
     if (!rq.store_error.empty()) throw store_fault(rq.store_error);
+    if (rq.retry_login.count() > 0) throw throttled_fault(rq.retry_login);
     throw fault("Client.Authentication", rq.refused_user.empty()
                                              ? full + " requires a login"
                                              : "Invalid login for user \"" + rq.refused_user +
@@ -210,8 +347,9 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   throw fault("Client.Authorization", "user \"" + rq.user->name + "\" may not call " + full);
 }
 
-amf::value gateway::invoke(request& rq, std::string_view service, std::string_view method,
-                           std::span<const amf::value> args) {
+net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view service,
+                                           std::string_view method,
+                                           std::span<const amf::value> args) {
   const services::method* m = services_.find(service, method);
   if (!m) {
     if (!services_.has_service(service)) {
@@ -221,31 +359,99 @@ amf::value gateway::invoke(request& rq, std::string_view service, std::string_vi
         "Server.ResourceUnavailable",
         "service \"" + std::string(service) + "\" has no method \"" + std::string(method) + "\"");
   }
-  check_access(rq, service, method);
-  services::call_context ctx(service, method, rq.doc);
-  ctx.request = &rq.packet;
-  ctx.client_address = rq.ex.client_address;
-  ctx.user_session = rq.sess;
-  ctx.user = rq.user ? &*rq.user : nullptr;
+  check_access(*rq, service, method);
+  const auto timeout = cfg_.call_timeout(service, method);
+  services::call_context ctx(service, method, rq->doc);
+  ctx.request = &rq->packet;
+  ctx.client_address = rq->ex.client_address;
+  ctx.user_session = rq->sess;
+  ctx.user = rq->user ? &*rq->user : nullptr;
   ctx.logger = log_.get();
+  ctx.executor = co_await net::this_coro::executor;
+  // Read now: once cancelled, every co_await of this coroutine throws at once.
+  const auto cancellation = co_await net::this_coro::cancellation_state;
+  if (timeout.count() > 0) ctx.deadline = std::chrono::steady_clock::now() + timeout;
+  const bool earlier = std::exchange(rq->ran, true);
+  if (m->how != services::execution::inline_) rq->ex.waiting();
+  std::string failure;
   try {
-    return m->invoke(ctx, args);
+    switch (m->how) {
+      case services::execution::inline_:
+        co_return m->invoke(ctx, args);
+      case services::execution::coroutine:
+        co_return co_await with_deadline(m->invoke_async(ctx, args), timeout, service, method,
+                                         stats_);
+      case services::execution::pool:
+        co_return co_await with_deadline(run_on_pool(rq, *m, ctx, args), timeout, service, method,
+                                         stats_);
+    }
+    throw std::logic_error("unknown execution kind");
   } catch (const fault&) {
     throw;
+  } catch (const pool_full& e) {
+    if (!earlier) throw;  // nothing has run: the request is answered 503
+    stats_.busy_refused();
+    throw fault("Server.Busy", std::string(e.what()) + "; retry later");
   } catch (const std::exception& e) {
-    log_->error("{}.{} from {} threw: {}", service, method, rq.ex.client_address, e.what());
-    throw fault("Server.Processing",
-                "an error occurred in " + std::string(service) + "." + std::string(method),
-                cfg_.debug ? e.what() : "");
+    failure = e.what();
   } catch (...) {
-    log_->error("{}.{} from {} threw a non-standard exception", service, method,
-                rq.ex.client_address);
-    throw fault("Server.Processing",
-                "an error occurred in " + std::string(service) + "." + std::string(method));
+    failure = "a non-standard exception";
   }
+  // The client went away: nothing is answered, the caller unwinds.
+  if (cancellation.cancelled() != net::cancellation_type::none) {
+    stats_.call_abandoned();
+    log_->info("{}.{} from {} cancelled: the client went away", service, method,
+               rq->ex.client_address);
+    throw boost::system::system_error(net::error::operation_aborted);
+  }
+  log_->error("{}.{} from {} threw: {}", service, method, rq->ex.client_address, failure);
+  throw fault("Server.Processing",
+              "an error occurred in " + std::string(service) + "." + std::string(method),
+              cfg_.debug ? failure : "");
 }
 
-amf::value gateway::call_netconnection(request& rq, const amf::body& b, bool& failed) {
+net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::method& m,
+                                                services::call_context& ctx,
+                                                std::span<const amf::value> args) {
+  // The worker builds its result in an arena of its own: if the deadline passes first, the
+  // request goes on with the packet's arena while the worker still writes.
+  auto result = std::make_shared<amf::document>();
+  request_ptr keep = rq;
+  const services::method* handler = &m;
+  const std::span<const amf::value> arguments = args;
+  auto job = [keep, handler, result, arguments, service = ctx.service, method = ctx.method,
+              session = ctx.user_session, user = keep->user, client = ctx.client_address,
+              executor = ctx.executor, deadline = ctx.deadline,
+              log = log_](const std::atomic<bool>& abandoned) {
+    services::call_context c(service, method, *result);
+    c.request = &keep->packet;
+    c.client_address = client;
+    c.user_session = session;
+    c.user = user ? &*user : nullptr;
+    c.logger = log.get();
+    c.executor = executor;
+    c.deadline = deadline;
+    c.abandon_flag = &abandoned;
+    struct late_check {  // however the handler ends, say when nobody waits for it any more
+      const std::atomic<bool>& gone;
+      spdlog::logger& log;
+      services::call_context& c;
+      ~late_check() {
+        if (gone) {
+          log.warn("{}.{} from {} finished after its caller stopped waiting: result dropped",
+                   c.service, c.method, c.client_address);
+        }
+      }
+    } late{abandoned, *log, c};
+    return handler->invoke(c, arguments);
+  };
+  amf::value v = co_await workers_.run(std::move(job));
+  rq->results.push_back(std::move(result));
+  co_return v;
+}
+
+net::awaitable<amf::value> gateway::call_netconnection(request_ptr rq, const amf::body& b,
+                                                       bool& failed) {
   std::string_view target = b.target;
   std::string_view service = cfg_.default_service, method = target;
   if (auto dot = target.rfind('.'); dot != std::string_view::npos) {
@@ -254,154 +460,171 @@ amf::value gateway::call_netconnection(request& rq, const amf::body& b, bool& fa
   }
   const auto args = arguments(b.val);
   // Answer in the encoding of the call: AMF3 when the arguments came behind the switch.
-  bool amf3 = rq.packet.version == 3 && args.empty();
+  bool amf3 = rq->packet.version == 3 && args.empty();
   for (const auto& a : args) amf3 |= a.has_flag(amf::value::avmplus);
   auto encoded = [&](amf::value v) {
     return amf3 ? v.with_flags(v.flags() | amf::value::avmplus) : v;
   };
+  std::optional<fault> refused;
   try {
-    return encoded(invoke(rq, service, method, args));
+    co_return encoded(co_await invoke(rq, service, method, args));
   } catch (const fault& f) {
-    failed = true;
-    log_->debug("{} from {}: {}: {}", target, rq.ex.client_address, f.code(), f.what());
-    amf::object_node* o = rq.doc.object();
-    o->dynamic.push_back({"level", rq.doc.string("error")});
-    o->dynamic.push_back({"code", rq.doc.string(f.code())});
-    o->dynamic.push_back({"type", rq.doc.string(f.code())});
-    o->dynamic.push_back({"description", rq.doc.string(f.what())});
-    o->dynamic.push_back({"details", rq.doc.string(f.detail())});
-    return encoded(amf::value::of(o));
+    refused = f;
+  }
+  failed = true;
+  log_->debug("{} from {}: {}: {}", target, rq->ex.client_address, refused->code(),
+              refused->what());
+  amf::document& doc = rq->doc;
+  amf::object_node* o = doc.object();
+  o->dynamic.push_back({"level", doc.string("error")});
+  o->dynamic.push_back({"code", doc.string(refused->code())});
+  o->dynamic.push_back({"type", doc.string(refused->code())});
+  o->dynamic.push_back({"description", doc.string(refused->what())});
+  o->dynamic.push_back({"details", doc.string(refused->detail())});
+  co_return encoded(amf::value::of(o));
+}
+
+net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::value& v,
+                                                 bool& failed) {
+  amf::document& doc = rq->doc;
+  const auto in = amf::flex::read(v, doc);
+  const std::string message_id = amf::flex::new_uuid();
+  std::optional<fault> refused;
+  if (!in) refused = fault("Client.Message.Encoding", "not a Flex message");
+
+  amf::flex::message ack;
+  bool small = rq->sess && rq->sess->small_messages;
+  if (in) {
+    ack.kind = amf::flex::kind::acknowledge;
+    ack.correlation_id = in->message_id;
+    ack.client_id = in->client_id.kind() == amf::type::string ? in->client_id
+                                                              : doc.string(amf::flex::new_uuid());
+    ack.message_id = message_id;
+    ack.timestamp = now_ms();
+    try {
+      switch (in->kind) {
+        case amf::flex::kind::remoting:
+          ack.body = co_await invoke(rq, in->destination, in->method, arguments(in->body));
+          break;
+        case amf::flex::kind::command:
+          ack.body = co_await flex_command(rq, *in, ack, small);
+          break;
+        case amf::flex::kind::async:
+          throw fault("Server.Processing", "no messaging service: publishing is not supported");
+        default:
+          throw fault("Client.Message.Encoding",
+                      "a client cannot send acknowledge or error messages");
+      }
+    } catch (const fault& f) {
+      refused = f;
+    }
+  }
+  if (!refused) co_return small ? amf::flex::make_small(doc, ack) : amf::flex::make(doc, ack);
+
+  failed = true;
+  log_->debug("Flex message from {}: {}: {}", rq->ex.client_address, refused->code(),
+              refused->what());
+  amf::flex::message e;
+  e.kind = amf::flex::kind::error;
+  if (in) {
+    e.correlation_id = in->message_id;
+    e.client_id = in->client_id;
+    e.destination = in->destination;
+  }
+  e.message_id = message_id;
+  e.timestamp = now_ms();
+  e.fault_code = refused->code();
+  e.fault_string = refused->what();
+  e.fault_detail = refused->detail();
+  co_return amf::flex::make(doc, e);
+}
+
+net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex::message& in,
+                                                 amf::flex::message& ack, bool& small) {
+  using op = amf::flex::operation;
+  switch (static_cast<op>(in.command)) {
+    case op::client_ping:
+    case op::trigger_connect:
+      co_await client_headers(rq, in, ack, small);
+      co_return amf::value::boolean(true);
+    case op::login:
+      co_await client_headers(rq, in, ack, small);
+      co_return co_await flex_login(rq, in);
+    case op::logout:
+      co_return co_await flex_logout(rq);
+    case op::disconnect:
+    case op::client_sync:
+    case op::poll:
+    case op::cluster_request:
+      co_return amf::value::null();
+    case op::subscribe:
+    case op::unsubscribe:
+    case op::subscription_invalidate:
+    case op::multi_subscribe:
+      throw fault("Server.Processing", "no messaging service: destination \"" +
+                                           std::string(in.destination) +
+                                           "\" cannot be subscribed to");
+    default:
+      throw fault("Server.Processing",
+                  "unknown CommandMessage operation " + std::to_string(in.command));
   }
 }
 
-amf::value gateway::flex_message(request& rq, const amf::value& v, bool& failed) {
-  amf::document& doc = rq.doc;
-  const auto in = amf::flex::read(v, doc);
-  const std::string message_id = amf::flex::new_uuid();
-  auto error_reply = [&](const fault& f) {
-    failed = true;
-    amf::flex::message e;
-    e.kind = amf::flex::kind::error;
-    if (in) {
-      e.correlation_id = in->message_id;
-      e.client_id = in->client_id;
-      e.destination = in->destination;
-    }
-    e.message_id = message_id;
-    e.timestamp = now_ms();
-    e.fault_code = f.code();
-    e.fault_string = f.what();
-    e.fault_detail = f.detail();
-    return amf::flex::make(doc, e);
-  };
-  if (!in) return error_reply(fault("Client.Message.Encoding", "not a Flex message"));
-
-  amf::flex::message ack;
-  ack.kind = amf::flex::kind::acknowledge;
-  ack.correlation_id = in->message_id;
-  ack.client_id =
-      in->client_id.kind() == amf::type::string ? in->client_id : doc.string(amf::flex::new_uuid());
-  ack.message_id = message_id;
-  ack.timestamp = now_ms();
-  bool small = rq.sess && rq.sess->small_messages;
-
+net::awaitable<void> gateway::client_headers(request_ptr rq, const amf::flex::message& in,
+                                             amf::flex::message& ack, bool& small) {
   // The FlexClient id: kept from the client, or from the session, or made here.
-  auto client_headers = [&] {
-    std::string dsid;
-    const amf::value h = in->header("DSId");
-    if (h.kind() == amf::type::string && h.as_string() != "nil") dsid = h.as_string();
-    if (dsid.empty() && rq.sess) dsid = rq.sess->flex_client_id;
-    if (dsid.empty()) dsid = amf::flex::new_uuid();
-    if (rq.sess && rq.sess->flex_client_id != dsid) {
-      rq.sess->flex_client_id = dsid;
-      rq.session_dirty = true;
-    }
-    amf::flex::set_header(doc, ack, "DSId", doc.string(dsid));
-    amf::flex::set_header(doc, ack, "DSMessagingVersion", amf::value::number(1.0));
-    const amf::value version = in->header("DSMessagingVersion");
-    if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
-      if (!open_session(rq)) return;  // answered in standard messages, which need no session
-      rq.sess->small_messages = small = true;
-      rq.session_dirty = true;
-    }
-  };
-
-  try {
-    switch (in->kind) {
-      case amf::flex::kind::remoting: {
-        ack.body = invoke(rq, in->destination, in->method, arguments(in->body));
-        break;
-      }
-      case amf::flex::kind::command: {
-        using op = amf::flex::operation;
-        switch (static_cast<op>(in->command)) {
-          case op::client_ping:
-          case op::trigger_connect:
-            client_headers();
-            ack.body = amf::value::boolean(true);
-            break;
-          case op::login: {
-            client_headers();
-            const std::string cred = base64_decode(text(&in->body));
-            const auto colon = cred.find(':');
-            if (colon == std::string::npos || colon == 0 || colon + 1 == cred.size()) {
-              throw fault("Client.Authentication", "Invalid credential format.");
-            }
-            if (rq.user) {
-              throw fault("Client.Authentication",
-                          "Already logged in as \"" + rq.user->name + "\"; log out first.");
-            }
-            login(rq, std::string_view(cred).substr(0, colon),
-                  std::string_view(cred).substr(colon + 1));
-            if (!rq.user && !rq.store_error.empty()) throw store_fault(rq.store_error);
-            if (!rq.user) throw fault("Client.Authentication", "Invalid login.");
-            ack.body = doc.string("success");
-            break;
-          }
-          case op::logout:
-            if (!rq.sess && !rq.store_error.empty()) throw store_fault(rq.store_error);
-            if (rq.sess) {
-              try {
-                sessions_.remove(rq.sess->id);
-              } catch (const services::store_unavailable& e) {
-                throw store_fault(e.what());  // not ended everywhere: the client must know
-              }
-              rq.sess.reset();
-              rq.ex.session_ended = true;
-            }
-            rq.user.reset();
-            ack.body = doc.string("success");
-            break;
-          case op::disconnect:
-          case op::client_sync:
-          case op::poll:
-          case op::cluster_request:
-            ack.body = amf::value::null();
-            break;
-          case op::subscribe:
-          case op::unsubscribe:
-          case op::subscription_invalidate:
-          case op::multi_subscribe:
-            throw fault("Server.Processing", "no messaging service: destination \"" +
-                                                 std::string(in->destination) +
-                                                 "\" cannot be subscribed to");
-          default:
-            throw fault("Server.Processing",
-                        "unknown CommandMessage operation " + std::to_string(in->command));
-        }
-        break;
-      }
-      case amf::flex::kind::async:
-        throw fault("Server.Processing", "no messaging service: publishing is not supported");
-      default:
-        throw fault("Client.Message.Encoding",
-                    "a client cannot send acknowledge or error messages");
-    }
-  } catch (const fault& f) {
-    log_->debug("Flex message from {}: {}: {}", rq.ex.client_address, f.code(), f.what());
-    return error_reply(f);
+  amf::document& doc = rq->doc;
+  std::string dsid;
+  const amf::value h = in.header("DSId");
+  if (h.kind() == amf::type::string && h.as_string() != "nil") dsid = h.as_string();
+  if (dsid.empty() && rq->sess) dsid = rq->sess->flex_client_id;
+  if (dsid.empty()) dsid = amf::flex::new_uuid();
+  if (rq->sess && rq->sess->flex_client_id != dsid) {
+    rq->sess->flex_client_id = dsid;
+    rq->session_dirty = true;
   }
-  return small ? amf::flex::make_small(doc, ack) : amf::flex::make(doc, ack);
+  amf::flex::set_header(doc, ack, "DSId", doc.string(dsid));
+  amf::flex::set_header(doc, ack, "DSMessagingVersion", amf::value::number(1.0));
+  const amf::value version = in.header("DSMessagingVersion");
+  if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
+    if (!co_await open_session(rq)) co_return;  // standard messages need no session
+    rq->sess->small_messages = small = true;
+    rq->session_dirty = true;
+  }
+}
+
+net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::message& in) {
+  const std::string cred = base64_decode(text(&in.body));
+  const auto colon = cred.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == cred.size()) {
+    throw fault("Client.Authentication", "Invalid credential format.");
+  }
+  if (rq->user) {
+    throw fault("Client.Authentication",
+                "Already logged in as \"" + rq->user->name + "\"; log out first.");
+  }
+  co_await login(rq, std::string_view(cred).substr(0, colon),
+                 std::string_view(cred).substr(colon + 1));
+  if (!rq->user && !rq->store_error.empty()) throw store_fault(rq->store_error);
+  if (!rq->user && rq->retry_login.count() > 0) throw throttled_fault(rq->retry_login);
+  if (!rq->user) throw fault("Client.Authentication", "Invalid login.");
+  co_return rq->doc.string("success");
+}
+
+net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
+  if (!rq->sess && !rq->store_error.empty()) throw store_fault(rq->store_error);
+  if (rq->sess) {
+    try {
+      auto remove = [this, id = rq->sess->id] { sessions_.remove(id); };
+      co_await on_store(*rq, std::move(remove));
+    } catch (const services::store_unavailable& e) {
+      throw store_fault(e.what());  // not ended everywhere: the client must know
+    }
+    rq->sess.reset();
+    rq->ex.session_ended = true;
+  }
+  rq->user.reset();
+  co_return rq->doc.string("success");
 }
 
 }  // namespace amfgate::server

@@ -2,6 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/socket.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -9,7 +14,6 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -64,8 +68,14 @@ std::string_view param(std::string_view s, std::string_view name) {
 }  // namespace
 
 router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
-               services::session_store& sessions, std::shared_ptr<spdlog::logger> log)
-    : cfg_(cfg), gateway_(gw), metrics_(m), sessions_(sessions), log_(std::move(log)) {
+               services::session_store& sessions, worker_pool& workers,
+               std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg),
+      gateway_(gw),
+      metrics_(m),
+      sessions_(sessions),
+      workers_(workers),
+      log_(std::move(log)) {
   if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
 }
 
@@ -75,38 +85,48 @@ std::string router::session_id(const http_request& req) const {
   return std::string(id.substr(0, 128));
 }
 
-bool router::blocking(const http_request& req) const {
-  if (!sessions_.blocking()) return false;
-  const auto path = path_of(req.target);
-  if (path == "/metrics") return true;  // counts the sessions
-  return std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
-             cfg_.gateway_paths.end() &&
-         gateway::may_use_sessions(req.body, session_id(req));
+net::awaitable<http_reply> router::metrics_page(http_request& req) {
+  std::optional<std::size_t> count;
+  try {
+    if (sessions_.blocking()) {  // a shared store counts on the network
+      if (req.on_wait) req.on_wait();
+      count = co_await workers_.run([this](const std::atomic<bool>&) { return sessions_.size(); });
+    } else {
+      count = sessions_.size();
+    }
+  } catch (const services::store_unavailable& e) {
+    log_->debug("/metrics: {}", e.what());
+  }
+  http_reply r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = metrics_.render(count, workers_.snapshot());
+  co_return r;
 }
 
-http_reply router::route(const http_request& req) {
+net::awaitable<http_reply> router::route(http_request& req) {
   const auto path = path_of(req.target);
   http_reply r;
   auto text = [&](unsigned status, std::string body) {
     r.status = status;
     r.body = std::move(body);
-    return r;
+    return std::move(r);
   };
   const bool gateway_path = std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
                             cfg_.gateway_paths.end();
   if (gateway_path) {
     if (req.method != "POST") {
       r.headers.emplace_back("Allow", "POST");
-      return text(405, "method not allowed: AMF gateways take POST\n");
+      co_return text(405, "method not allowed: AMF gateways take POST\n");
     }
     const auto type = req.content_type.substr(0, req.content_type.find(';'));
     if (type != "application/x-amf") {
-      return text(415, "unsupported media type: expected application/x-amf\n");
+      co_return text(415, "unsupported media type: expected application/x-amf\n");
     }
     exchange ex;
     ex.client_address = req.client;
     ex.session_id = session_id(req);
-    gateway_.handle(req.body, ex);
+    ex.on_wait = std::move(req.on_wait);
+    co_await gateway_.handle(std::move(req.body), ex);
     r.status = ex.status;
     r.content_type = ex.content_type;
     r.body = std::move(ex.body);
@@ -118,37 +138,31 @@ http_reply router::route(const http_request& req) {
     } else if (ex.session_ended) {
       r.headers.emplace_back("Set-Cookie", cfg_.sessions.cookie + "=; Path=/; Max-Age=0");
     }
-    return r;
+    if (ex.retry_after.count() > 0) {
+      r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
+    }
+    co_return r;
   }
   const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";
-  if (!known) return text(404, "not found\n");
+  if (!known) co_return text(404, "not found\n");
   if (req.method != "GET" && req.method != "HEAD") {
     r.headers.emplace_back("Allow", "GET, HEAD");
-    return text(405, "method not allowed\n");
+    co_return text(405, "method not allowed\n");
   }
   if (path == "/healthz") {
-    return draining_ ? text(503, "draining\n") : text(200, "ok\n");
+    co_return draining_ ? text(503, "draining\n") : text(200, "ok\n");
   }
-  if (path == "/metrics") {
-    r.content_type = "text/plain; version=0.0.4";
-    std::optional<std::size_t> count;
-    try {
-      count = sessions_.size();
-    } catch (const services::store_unavailable& e) {
-      log_->debug("/metrics: {}", e.what());
-    }
-    return text(200, metrics_.render(count));
-  }
+  if (path == "/metrics") co_return co_await metrics_page(req);
   if (crossdomain_.empty()) {
     if (!crossdomain_hint_logged_.exchange(true)) {
       log_->info(
           "GET /crossdomain.xml: no policy configured, answering 404 (set \"crossdomain\" "
           "in the config to serve one)");
     }
-    return text(404, "no cross-domain policy configured\n");
+    co_return text(404, "no cross-domain policy configured\n");
   }
   r.content_type = "text/x-cross-domain-policy";
-  return text(200, crossdomain_);
+  co_return text(200, crossdomain_);
 }
 
 // ------------------------------------------------------------------------- HTTP server
@@ -158,26 +172,78 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 struct shared_state {
-  shared_state(const config::gateway_config& c, router& r, metrics& m,
-               std::shared_ptr<spdlog::logger> l, std::shared_ptr<spdlog::logger> a)
-      : cfg(c), routes(r), stats(m), log(std::move(l)), access(std::move(a)) {}
+  shared_state(const config::gateway_config& c, metrics& m, std::shared_ptr<spdlog::logger> l,
+               std::shared_ptr<spdlog::logger> a)
+      : cfg(c), stats(m), log(std::move(l)), access(std::move(a)) {}
   const config::gateway_config& cfg;
-  router& routes;
+  router* routes = nullptr;  // set by run()
   metrics& stats;
   std::shared_ptr<spdlog::logger> log, access;
   std::atomic<bool> draining{false};
   std::mutex mutex;
   std::list<std::weak_ptr<class connection>> connections;
-  /// Where requests run when routing may block (a shared session store); else on the I/O
-  /// thread that read them.
-  net::thread_pool* workers = nullptr;
+};
+
+// One deadline per connection, followed lazily by one timer: every step moves the deadline,
+// and the timer is re-armed only when it fires before it (or the deadline moves earlier), so
+// a request costs no timer system calls. At the deadline `on_expiry` runs.
+class deadline {
+ public:
+  explicit deadline(net::any_io_executor ex) : timer_(std::move(ex)) {}
+
+  template <class OnExpiry>
+  void set(clock::time_point at, OnExpiry on_expiry) {
+    at_ = at;
+    if (armed_ && at_ >= timer_at_) return;  // the timer fires first, then follows
+    arm(std::move(on_expiry));
+  }
+  /// No deadline for now (the timer stays armed and follows the next one).
+  void clear() { at_ = clock::time_point::max(); }
+  /// For good: the connection closes.
+  void cancel() {
+    clear();
+    ++generation_;
+    armed_ = false;
+    timer_.cancel();
+  }
+  clock::time_point at() const { return at_; }
+
+ private:
+  template <class OnExpiry>
+  void arm(OnExpiry on_expiry) {
+    armed_ = true;
+    timer_at_ = at_;
+    const auto generation = ++generation_;
+    timer_.expires_at(at_);  // a pending wait ends with an old generation: ignored
+    timer_.async_wait([this, generation, f = std::move(on_expiry)](beast::error_code ec) mutable {
+      if (generation != generation_) return;
+      armed_ = false;
+      if (ec) return;
+      if (clock::now() < at_) return arm(std::move(f));
+      f();
+    });
+  }
+
+  net::steady_timer timer_;
+  clock::time_point at_ = clock::time_point::max(), timer_at_ = clock::time_point::max();
+  std::uint64_t generation_ = 0;
+  bool armed_ = false;
 };
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
+  /// Where a connection is: what it waits for, and so what a deadline or a drain does to it.
+  enum class phase {
+    idle,      ///< waiting for a request's headers (the first, or the next on keep-alive)
+    reading,   ///< a request has begun: its headers or body are arriving
+    handling,  ///< the gateway runs it
+    writing,   ///< the reply goes out
+    closed
+  };
+
   connection(tcp::socket&& socket, shared_state& st, bool over_limit)
       : stream_(std::move(socket)),
-        watchdog_(stream_.get_executor()),
+        deadline_(stream_.get_executor()),
         st_(st),
         over_limit_(over_limit) {
     beast::error_code ec;
@@ -207,38 +273,14 @@ class connection : public std::enable_shared_from_this<connection> {
   /// more request (answered, then closed).
   void close_if_idle() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-      if (!self->busy_) self->drain_idle();
+      if (self->phase_ == phase::idle) self->drain_idle();
     });
   }
 
  private:
-  // Timeouts: every step moves one deadline; a single timer per connection follows it
-  // lazily (re-armed only when it fires before the deadline), so a request costs no timer
-  // system calls.
-  void arm(clock::duration d) {
-    deadline_ = clock::now() + d;
-    if (watching_) return;
-    watching_ = true;
-    watch();
-  }
-
-  // Draining and idle: close now, or give the client `shutdown_idle_wait` to close first (a
-  // balancer may be sending on this connection right now; closing under it loses that call).
-  void drain_idle() {
-    const auto wait = st_.cfg.shutdown_idle_wait;
-    if (wait <= clock::duration::zero()) return stream_.socket().close();
-    if (clock::now() + wait >= deadline_) return;  // the current deadline comes first
-    deadline_ = clock::now() + wait;               // earlier than the timer's: re-arm it
-    watchdog_.cancel();
-    watching_ = true;
-    watch();
-  }
-
-  void watch() {
-    watchdog_.expires_at(deadline_);
-    watchdog_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;
-      if (clock::now() < self->deadline_) return self->watch();
+  void expire_in(clock::duration d) { expire_at(clock::now() + d); }
+  void expire_at(clock::time_point at) {
+    deadline_.set(at, [self = shared_from_this()] {
       self->timed_out_ = true;
       beast::error_code ignored;
       self->stream_.socket().cancel(ignored);
@@ -246,13 +288,21 @@ class connection : public std::enable_shared_from_this<connection> {
     });
   }
 
+  // Draining and idle: close now, or give the client `shutdown_idle_wait` to close first (a
+  // balancer may be sending on this connection right now; closing under it loses that call).
+  void drain_idle() {
+    const auto wait = st_.cfg.shutdown_idle_wait;
+    if (wait <= clock::duration::zero()) return stream_.socket().close();
+    if (clock::now() + wait < deadline_.at()) expire_in(wait);
+  }
+
   void read_header() {
     if (st_.draining && st_.cfg.shutdown_idle_wait <= clock::duration::zero()) return close();
     parser_.emplace();
     parser_->body_limit(st_.cfg.limits.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(st_.cfg.limits.max_header_bytes));
-    busy_ = false;
-    arm(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
+    expire_in(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
+    phase_ = phase::idle;
     // Answered with keep-alive just before the drain began: the client may send again.
     if (st_.draining) drain_idle();
     http::async_read_header(stream_, buffer_, *parser_,
@@ -260,8 +310,9 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void on_header(beast::error_code ec, std::size_t) {
-    busy_ = true;
-    if (ec) return read_failed(ec);
+    const bool nothing_came = phase_ == phase::idle && buffer_.size() == 0;
+    phase_ = phase::reading;
+    if (ec) return read_failed(ec, nothing_came);
     started_ = clock::now();
     // Most AMF bodies arrive with their headers: parse them from the buffer, with no second
     // read (and no timer) on the way.
@@ -271,14 +322,15 @@ class connection : public std::enable_shared_from_this<connection> {
       if (ec || parser_->is_done()) return on_read(ec, used);
     }
     // A slow body is bounded by the read timeout from here.
-    arm(st_.cfg.limits.read_timeout);
+    expire_in(st_.cfg.limits.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&connection::on_read, shared_from_this()));
   }
 
-  void read_failed(beast::error_code ec) {
+  // `nothing_came`: no byte of a request had come (a keep-alive connection timing out is normal).
+  void read_failed(beast::error_code ec, bool nothing_came = false) {
     if (timed_out_) {
-      if (busy_) st_.log->info("{}: request not received in time, closing", client_);
+      if (!nothing_came) st_.log->info("{}: request not received in time, closing", client_);
       return close();
     }
     if (ec == http::error::end_of_stream || ec == net::error::eof ||
@@ -302,40 +354,70 @@ class connection : public std::enable_shared_from_this<connection> {
     in_.target = request_.target();
     in_.content_type = request_[http::field::content_type];
     in_.cookie = request_[http::field::cookie];
-    in_.body = request_.body();
+    bytes_in_ = request_.body().size();
+    in_.body = std::move(request_.body());
     in_.client = client_;
-    // Requests that cannot touch a shared session store run here, as with the memory store.
-    if (!st_.workers || !st_.routes.blocking(in_)) return respond(route());
-    arm(st_.cfg.limits.read_timeout);  // the worker's time, however the request came
-    net::post(*st_.workers, [self = shared_from_this()] {
-      http_reply out = self->route();
-      net::post(self->stream_.get_executor(),
-                [self, out = std::move(out)]() mutable { self->respond(std::move(out)); });
-    });
+    in_.on_wait = [this] { watch_for_hangup(); };  // runs within route(): `this` lives
+    phase_ = phase::handling;
+    // Handlers have deadlines of their own (limits.call_timeout_ms): the connection waits.
+    deadline_.clear();
+    net::co_spawn(
+        stream_.get_executor(), route(),
+        net::bind_cancellation_slot(
+            hangup_.slot(), [self = shared_from_this()](std::exception_ptr e, http_reply out) {
+              if (self->watching_hangup_) {
+                self->watching_hangup_ = false;
+                beast::error_code ignored;
+                self->stream_.socket().cancel(ignored);  // ends the hang-up watch
+              }
+              if (e) return self->close();  // the client went away
+              self->respond(std::move(out));
+            }));
   }
 
-  http_reply route() {
-    http_reply out;
+  net::awaitable<http_reply> route() {
     try {
-      out = st_.routes.route(in_);
+      co_return co_await st_.routes->route(in_);
+    } catch (const boost::system::system_error& e) {
+      if (e.code() == net::error::operation_aborted && hung_up_) throw;
+      st_.log->error("{}: {} {}: {}", client_, in_.method, in_.target, e.what());
     } catch (const std::exception& e) {
       st_.log->error("{}: {} {}: {}", client_, in_.method, in_.target, e.what());
-      out = http_reply{};
-      out.status = 500;
-      out.body = "internal error\n";
     }
-    return out;
+    http_reply out;
+    out.status = 500;
+    out.body = "internal error\n";
+    co_return out;
+  }
+
+  // While a request waits for a worker or a coroutine: a client that closes its connection
+  // cancels it. Readable while handling means the end of the stream, or a pipelined request
+  // (which stops the watch: its bytes stay for the next read).
+  void watch_for_hangup() {
+    watching_hangup_ = true;
+    stream_.socket().async_wait(
+        tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
+          if (ec || self->phase_ != phase::handling) return;
+          char c;
+          const auto n =
+              ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+            self->hung_up_ = true;
+            self->hangup_.emit(net::cancellation_type::terminal);
+          }
+        });
   }
 
   void respond(http_reply out) {
     const auto& req = request_;
     respond(std::move(out), req.version(), req.keep_alive() && !st_.draining,
             req.method() == http::verb::head, std::string(req.method_string()),
-            std::string(req.target()), req.body().size());
+            std::string(req.target()), bytes_in_);
   }
 
   void respond(http_reply out, unsigned version, bool keep_alive, bool head, std::string method,
                std::string target, std::size_t bytes_in) {
+    phase_ = phase::writing;
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(out.status), version);
     res->set(http::field::server, "amfgate");
@@ -355,7 +437,7 @@ class connection : public std::enable_shared_from_this<connection> {
                        method, target, out.status, bytes_in, bytes_out, out.messages, out.faults,
                        seconds * 1000);
     }
-    arm(st_.cfg.limits.read_timeout);
+    expire_in(st_.cfg.limits.read_timeout);
     http::async_write(
         stream_, *res,
         [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
@@ -367,7 +449,6 @@ class connection : public std::enable_shared_from_this<connection> {
 
   // Answers an error that ends the connection.
   void fail(unsigned status, std::string body) {
-    busy_ = true;
     http_reply r;
     r.status = status;
     r.body = std::move(body);
@@ -375,7 +456,8 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   void close() {
-    watchdog_.cancel();
+    phase_ = phase::closed;
+    deadline_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     stream_.socket().close(ec);
@@ -387,43 +469,43 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   beast::tcp_stream stream_;
-  net::steady_timer watchdog_;
-  clock::time_point deadline_;
-  bool watching_ = false;
+  deadline deadline_;
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
-  http_request in_;  // views into request_
+  http_request in_;  // views into request_, and its body
+  std::size_t bytes_in_ = 0;
+  net::cancellation_signal hangup_;
+  bool watching_hangup_ = false;
+  bool hung_up_ = false;
   shared_state& st_;
   std::string client_;
   bool over_limit_;
   bool first_ = true;
-  bool busy_ = true;
+  phase phase_ = phase::reading;
   bool registered_ = true;
   clock::time_point started_ = clock::now();
   std::list<std::weak_ptr<connection>>::iterator self_;
 };
 
+unsigned worker_threads(const config::worker_settings& w) {
+  return w.threads ? w.threads : 4 * std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
 
 struct http_server::impl {
-  impl(const config::gateway_config& cfg, router& r, metrics& m,
-       std::shared_ptr<spdlog::logger> log, std::shared_ptr<spdlog::logger> access)
-      : st{cfg, r, m, std::move(log), std::move(access)},
+  impl(const config::gateway_config& cfg, metrics& m, std::shared_ptr<spdlog::logger> log,
+       std::shared_ptr<spdlog::logger> access)
+      : st{cfg, m, std::move(log), std::move(access)},
         threads(cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency())),
         ioc(static_cast<int>(threads)),
         acceptor(net::make_strand(ioc)),
         signals(ioc, SIGINT, SIGTERM),
-        timer(ioc) {
-    if (r.blocking()) {
-      worker_count = cfg.sessions.redis.workers
-                         ? cfg.sessions.redis.workers
-                         : 2 * std::max(1u, std::thread::hardware_concurrency());
-      workers.emplace(worker_count);
-      st.workers = &*workers;
-    }
-  }
+        timer(ioc),
+        workers(worker_threads(cfg.workers),
+                cfg.workers.max_queue ? cfg.workers.max_queue : 64 * worker_threads(cfg.workers)) {}
 
   void accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
@@ -452,7 +534,7 @@ struct http_server::impl {
       }
       st.log->info("signal {}: no longer accepting, draining requests in flight (grace {} ms)", sig,
                    st.cfg.shutdown_grace.count());
-      st.routes.set_draining();
+      st.routes->set_draining();
       beast::error_code ignored;
       acceptor.close(ignored);
       {
@@ -488,48 +570,55 @@ struct http_server::impl {
   tcp::acceptor acceptor;
   net::signal_set signals;
   net::steady_timer timer;
-  unsigned worker_count = 0;
-  std::optional<net::thread_pool> workers;  // destroyed (joined) before the io_context
+  worker_pool workers;  // destroyed (joined) before the io_context its jobs post to
   clock::time_point deadline;
   std::atomic<std::uint16_t> bound_port{0};
   int exit_status = 0;
 };
 
-http_server::http_server(const config::gateway_config& cfg, router& r, metrics& m,
+http_server::http_server(const config::gateway_config& cfg, metrics& m,
                          std::shared_ptr<spdlog::logger> log,
                          std::shared_ptr<spdlog::logger> access)
-    : impl_(std::make_unique<impl>(cfg, r, m, std::move(log), std::move(access))) {}
+    : impl_(std::make_unique<impl>(cfg, m, std::move(log), std::move(access))) {}
 
 http_server::~http_server() = default;
+
+worker_pool& http_server::workers() {
+  return impl_->workers;
+}
 
 std::uint16_t http_server::port() const {
   return impl_->bound_port;
 }
 
-int http_server::run() {
+int http_server::run(router& routes) {
   auto& i = *impl_;
+  i.st.routes = &routes;
   const tcp::endpoint ep(net::ip::make_address(i.st.cfg.listen.address), i.st.cfg.listen.port);
   i.acceptor.open(ep.protocol());
   i.acceptor.set_option(net::socket_base::reuse_address(true));
   i.acceptor.bind(ep);
   i.acceptor.listen(net::socket_base::max_listen_connections);
   i.bound_port = i.acceptor.local_endpoint().port();
-  i.st.log->info("listening on {}:{} with {} threads{}, gateway paths:{}", ep.address().to_string(),
-                 i.bound_port.load(), i.threads,
-                 i.workers ? " and " + std::to_string(i.worker_count) +
-                                 " request workers (the session store is shared)"
-                           : std::string(),
-                 [&] {
+  const auto pool = i.workers.snapshot();
+  i.st.log->info("listening on {}:{} with {} threads and {} workers (queue {}), gateway paths:{}",
+                 ep.address().to_string(), i.bound_port.load(), i.threads, pool.threads,
+                 pool.max_queue, [&] {
                    std::string p;
                    for (const auto& g : i.st.cfg.gateway_paths) p += " " + g;
                    return p;
                  }());
   i.accept();
   i.wait_for_signal();
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < i.threads; ++t) pool.emplace_back([&i] { i.ioc.run(); });
+  std::vector<std::thread> io_threads;
+  for (unsigned t = 1; t < i.threads; ++t) io_threads.emplace_back([&i] { i.ioc.run(); });
   i.ioc.run();
-  for (auto& t : pool) t.join();
+  for (auto& t : io_threads) t.join();
+  // No handler may run on past this: the services and the gateway go when this returns.
+  if (const auto busy = i.workers.snapshot().busy) {
+    i.st.log->info("waiting for {} handlers still running on the worker pool", busy);
+  }
+  i.workers.join();
   i.st.log->info("stopped");
   return i.exit_status;
 }

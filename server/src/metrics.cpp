@@ -35,7 +35,8 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
   if (faults) add(faults_total, faults);
 }
 
-std::string metrics::render(std::optional<std::size_t> sessions) const {
+std::string metrics::render(std::optional<std::size_t> sessions,
+                            const worker_pool::stats& pool) const {
   std::string out;
   auto sample = [&](std::string_view name, std::string_view labels, double v) {
     char number[32];
@@ -75,6 +76,22 @@ std::string metrics::render(std::optional<std::size_t> sessions) const {
   sample("amfgate_request_duration_seconds_count", "", static_cast<double>(sum(latency_count)));
   family("amfgate_open_connections", "gauge", "Client connections open now.");
   sample("amfgate_open_connections", "", static_cast<double>(open_connections_.load()));
+  total("amfgate_call_timeouts_total", "Calls answered Server.Timeout at their deadline.",
+        call_timeouts);
+  total("amfgate_calls_abandoned_total", "Calls cancelled because their client went away.",
+        calls_abandoned);
+  total("amfgate_busy_refusals_total",
+        "Requests or calls refused because the worker pool's queue was full.", busy_refusals);
+  total("amfgate_logins_throttled_total",
+        "Login attempts refused without a password check (too many failures).", logins_throttled);
+  family("amfgate_worker_threads", "gauge", "Threads of the worker pool.");
+  sample("amfgate_worker_threads", "", pool.threads);
+  family("amfgate_workers_busy", "gauge", "Workers running a call now.");
+  sample("amfgate_workers_busy", "", static_cast<double>(pool.busy));
+  family("amfgate_worker_queue_depth", "gauge", "Calls waiting for a worker now.");
+  sample("amfgate_worker_queue_depth", "", static_cast<double>(pool.queued));
+  family("amfgate_worker_queue_limit", "gauge", "Calls that may wait for a worker (then 503).");
+  sample("amfgate_worker_queue_limit", "", static_cast<double>(pool.max_queue));
   family("amfgate_session_store_up", "gauge", "1 when the session store answers, else 0.");
   sample("amfgate_session_store_up", "", sessions ? 1 : 0);
   if (sessions) {

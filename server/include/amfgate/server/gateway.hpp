@@ -1,13 +1,25 @@
 // The gateway: one AMF request body in, one AMF response body out. No sockets here, so it is
-// tested directly; the HTTP layer (http.hpp) feeds it.
+// tested directly (on an io_context of the test's); the HTTP layer (http.hpp) feeds it.
+//
+// `handle` is a coroutine that runs on the connection's executor. It runs the messages of a
+// packet in order: inline handlers at once, pool handlers on the worker pool, coroutine
+// handlers on the connection's executor, each against its deadline; password checks and a
+// blocking session store go to the pool too, so the I/O thread never waits.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "amf/flex.hpp"
 #include "amfgate/config.hpp"
+#include "amfgate/server/metrics.hpp"
+#include "amfgate/server/workers.hpp"
+#include "amfgate/services/login_limiter.hpp"
 #include "amfgate/services/registry.hpp"
 #include "amfgate/services/session.hpp"
 
@@ -19,15 +31,22 @@ namespace amfgate::server {
 
 /// What the HTTP layer knows of a request, and what the gateway tells it back.
 struct exchange {
-  std::string client_address;
-  std::string session_id;  ///< from the cookie or the URL; empty if none
+  std::string client_address;  ///< "address:port"
+  std::string session_id;      ///< from the cookie or the URL; empty if none
+  /// Called (once or more) before the request first waits for a worker or a coroutine:
+  /// the HTTP layer then watches for the client going away.
+  std::function<void()> on_wait;
+  void waiting() {
+    if (on_wait) std::exchange(on_wait, nullptr)();
+  }
 
   // Set by the gateway:
   unsigned status = 200;
   std::string_view content_type = "application/x-amf";  ///< a literal
   std::string body;
-  std::string new_session_id;  ///< a session was created: send the cookie
-  bool session_ended = false;  ///< logout: clear the cookie
+  std::string new_session_id;           ///< a session was created: send the cookie
+  bool session_ended = false;           ///< logout: clear the cookie
+  std::chrono::seconds retry_after{0};  ///< with status 503: when to try again
   std::size_t messages = 0;
   std::size_t faults = 0;
 };
@@ -36,34 +55,52 @@ class gateway {
  public:
   gateway(const config::gateway_config& cfg, services::registry& services,
           services::session_store& sessions, const services::authenticator& auth,
-          std::shared_ptr<spdlog::logger> log);
+          worker_pool& workers, metrics& stats, std::shared_ptr<spdlog::logger> log);
 
   /// Decodes `body`, runs every message, encodes the answers into `ex.body`. A body that
-  /// does not decode is answered 400 with the codec's reason and byte offset.
-  void handle(std::string_view body, exchange& ex);
-
-  /// Whether handling `body` may use the session store: it names a session, or it may log in
-  /// or out (a Credentials header; a Flex CommandMessage, which also negotiates small
-  /// messages). A byte search, and a sound one: a header name and a class alias are written
-  /// out in full the first time they appear in a packet.
-  static bool may_use_sessions(std::string_view body, std::string_view session_id);
+  /// does not decode is answered 400 with the codec's reason and byte offset; a request that
+  /// finds the worker pool's queue full before any of its messages ran, 503 with
+  /// `ex.retry_after`. Cancelling the coroutine (the client went away) cancels the call in
+  /// progress and ends with `operation_aborted`. `ex` must outlive the coroutine.
+  boost::asio::awaitable<void> handle(std::string body, exchange& ex);
 
  private:
   struct request;
-  amf::value call_netconnection(request& rq, const amf::body& b, bool& fault);
-  amf::value flex_message(request& rq, const amf::value& v, bool& fault);
-  amf::value invoke(request& rq, std::string_view service, std::string_view method,
-                    std::span<const amf::value> args);
+  using request_ptr = std::shared_ptr<request>;
+  boost::asio::awaitable<void> run_messages(request_ptr rq);
+  boost::asio::awaitable<amf::value> call_netconnection(request_ptr rq, const amf::body& b,
+                                                        bool& fault);
+  boost::asio::awaitable<amf::value> flex_message(request_ptr rq, const amf::value& v, bool& fault);
+  boost::asio::awaitable<amf::value> flex_command(request_ptr rq, const amf::flex::message& in,
+                                                  amf::flex::message& ack, bool& small);
+  boost::asio::awaitable<amf::value> flex_login(request_ptr rq, const amf::flex::message& in);
+  boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
+  /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
+  boost::asio::awaitable<void> client_headers(request_ptr rq, const amf::flex::message& in,
+                                              amf::flex::message& ack, bool& small);
+  boost::asio::awaitable<amf::value> invoke(request_ptr rq, std::string_view service,
+                                            std::string_view method,
+                                            std::span<const amf::value> args);
+  boost::asio::awaitable<amf::value> run_on_pool(request_ptr rq, const services::method& m,
+                                                 services::call_context& ctx,
+                                                 std::span<const amf::value> args);
   void check_access(request& rq, std::string_view service, std::string_view method);
-  void login(request& rq, std::string_view user, std::string_view password);
+  boost::asio::awaitable<void> login(request_ptr rq, std::string_view user,
+                                     std::string_view password);
   /// The request's session, created if it has none; false (and `store_error`) when the store
   /// cannot be reached.
-  bool open_session(request& rq);
+  boost::asio::awaitable<bool> open_session(request_ptr rq);
+  /// Runs `f` (a session store call) on the pool when the store blocks, else here.
+  template <class F>
+  boost::asio::awaitable<std::invoke_result_t<F>> on_store(request& rq, F f);
 
   const config::gateway_config& cfg_;
   services::registry& services_;
   services::session_store& sessions_;
   const services::authenticator& auth_;
+  worker_pool& workers_;
+  metrics& stats_;
+  services::login_limiter limiter_;
   std::shared_ptr<spdlog::logger> log_;
 };
 

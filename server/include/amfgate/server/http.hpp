@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 #include "amfgate/config.hpp"
 #include "amfgate/server/gateway.hpp"
 #include "amfgate/server/metrics.hpp"
+#include "amfgate/server/workers.hpp"
 
 namespace spdlog {
 class logger;
@@ -33,47 +36,51 @@ struct http_request {
   std::string_view target;  ///< path with ;params and ?query
   std::string_view content_type;
   std::string_view cookie;  ///< the Cookie header
-  std::string_view body;
-  std::string client;  ///< "address:port"
+  std::string body;         ///< moved to the gateway by `route`
+  std::string client;       ///< "address:port"
+  /// See exchange::on_wait.
+  std::function<void()> on_wait;
 };
 
 class router {
  public:
   router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
-         services::session_store& sessions, std::shared_ptr<spdlog::logger> log);
+         services::session_store& sessions, worker_pool& workers,
+         std::shared_ptr<spdlog::logger> log);
 
-  http_reply route(const http_request& req);
+  /// Answers `req` (a coroutine on the connection's executor; see gateway::handle).
+  boost::asio::awaitable<http_reply> route(http_request& req);
   /// While draining, /healthz answers 503 so balancers stop sending.
   void set_draining() { draining_ = true; }
-  /// True when routing may wait on the network (a shared session store).
-  bool blocking() const noexcept { return sessions_.blocking(); }
-  /// True when routing `req` may wait on the network: it may use a shared session store.
-  bool blocking(const http_request& req) const;
 
  private:
   std::string session_id(const http_request& req) const;
+  boost::asio::awaitable<http_reply> metrics_page(http_request& req);
 
   const config::gateway_config& cfg_;
   gateway& gateway_;
   const metrics& metrics_;
   services::session_store& sessions_;
+  worker_pool& workers_;
   std::shared_ptr<spdlog::logger> log_;
   std::string crossdomain_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> crossdomain_hint_logged_{false};
 };
 
-/// Serves until SIGTERM/SIGINT (or `stop`): the first signal stops accepting and lets
-/// requests in flight finish within the grace period; a second one exits at once.
+/// Serves until SIGTERM/SIGINT: the first signal stops accepting and lets requests in flight
+/// finish within the grace period; a second one exits at once. Owns the I/O threads and the
+/// worker pool (`workers()`, for the gateway), so that no worker outlives the I/O context.
 class http_server {
  public:
-  http_server(const config::gateway_config& cfg, router& r, metrics& m,
-              std::shared_ptr<spdlog::logger> log, std::shared_ptr<spdlog::logger> access);
+  http_server(const config::gateway_config& cfg, metrics& m, std::shared_ptr<spdlog::logger> log,
+              std::shared_ptr<spdlog::logger> access);
   ~http_server();
 
-  /// Binds (throws on failure), then serves on `cfg.threads` threads until stopped.
-  /// Returns the process exit status.
-  int run();
+  worker_pool& workers();
+  /// Binds (throws on failure), then serves `routes` on `cfg.threads` threads until stopped;
+  /// then stops the worker pool, waiting for the handlers that run. Returns the exit status.
+  int run(router& routes);
   /// The bound port, once `run` has bound it.
   std::uint16_t port() const;
 

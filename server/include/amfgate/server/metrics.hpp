@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "amfgate/server/workers.hpp"
+
 namespace amfgate::server {
 
 class metrics {
@@ -16,13 +18,17 @@ class metrics {
 
   void request(unsigned status, double seconds, std::uint64_t bytes_in, std::uint64_t bytes_out);
   void messages(std::uint64_t n, std::uint64_t faults);
+  void call_timed_out() { add(call_timeouts, 1); }
+  void call_abandoned() { add(calls_abandoned, 1); }
+  void busy_refused() { add(busy_refusals, 1); }
+  void login_throttled() { add(logins_throttled, 1); }
   void connection_opened() { open_connections_.fetch_add(1, std::memory_order_relaxed); }
   void connection_closed() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
   std::int64_t open_connections() const { return open_connections_.load(); }
 
-  /// Prometheus text exposition format; `sessions` is the session store's size.
-  /// `sessions`: the store's count, or none when the store cannot be reached.
-  std::string render(std::optional<std::size_t> sessions) const;
+  /// Prometheus text exposition format. `sessions`: the store's count, or none when the
+  /// store cannot be reached; `pool`: the worker pool now.
+  std::string render(std::optional<std::size_t> sessions, const worker_pool::stats& pool) const;
 
  private:
   // Counters are sharded by thread so that I/O threads do not fight over cache lines;
@@ -35,6 +41,10 @@ class metrics {
     faults_total,
     bytes_in,
     bytes_out,
+    call_timeouts,
+    calls_abandoned,
+    busy_refusals,
+    logins_throttled,
     latency_count,
     latency_micros,
     latency_bucket0,

@@ -1,0 +1,209 @@
+// amfgate::run: the daemon around a user's services (amfgate itself binds none of its own).
+#include <spdlog/async.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+
+#include "amfgate/run.hpp"
+
+#include "amfgate/config.hpp"
+#include "amfgate/server/client.hpp"
+#include "amfgate/server/gateway.hpp"
+#include "amfgate/server/http.hpp"
+#include "amfgate/services/builtin.hpp"
+#include "amfgate/services/redis_session_store.hpp"
+
+#ifndef AMFGATE_VERSION
+#define AMFGATE_VERSION "0.0.0"
+#endif
+
+namespace {
+
+constexpr const char* usage =
+    "usage: amfgate [--config FILE] [--check-config | --print-config | --healthcheck]\n"
+    "       amfgate --hash-password      (reads the password from standard input)\n"
+    "       amfgate --version | --help\n"
+    "\n"
+    "Serves AMF remoting (NetConnection AMF0/AMF3, Flex RemoteObject) over HTTP on the\n"
+    "built-in defaults, or on FILE's settings (JSON; see config/amfgate.json).\n"
+    "  --config FILE    settings to apply over the defaults\n"
+    "  --check-config   validate the settings, print every error, and exit\n"
+    "  --print-config   print the settings in force (defaults and FILE) as JSON\n"
+    "  --healthcheck    ask the daemon running on these settings for /healthz; exit 0 if\n"
+    "                   it answers 200 (for container health checks)\n"
+    "  --hash-password  print a crypt(3) yescrypt hash for a user's \"password\" setting\n";
+
+// Async logging: a full queue drops the oldest line rather than stalling a request.
+std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make_loggers(
+    const amfgate::config::log_settings& s) {
+  spdlog::init_thread_pool(16384, 1);
+  std::vector<spdlog::sink_ptr> sinks;
+  for (const auto& k : s.sinks) {
+    if (k.type == "stdout") {
+      sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
+    } else if (k.type == "stderr") {
+      sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    } else {
+      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(k.path));
+    }
+  }
+  auto make = [&](const char* name) {
+    auto l = std::make_shared<spdlog::async_logger>(name, sinks.begin(), sinks.end(),
+                                                    spdlog::thread_pool(),
+                                                    spdlog::async_overflow_policy::overrun_oldest);
+    l->set_level(spdlog::level::from_str(s.level));
+    l->flush_on(spdlog::level::warn);
+    spdlog::register_logger(l);
+    return l;
+  };
+  auto log = make("amfgate");
+  auto access = make("access");
+  spdlog::flush_every(std::chrono::seconds(1));
+  return {log, access};
+}
+
+std::unique_ptr<amfgate::services::session_store> make_session_store(
+    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log) {
+  if (s.store == "memory") {
+    return std::make_unique<amfgate::services::memory_session_store>(s.max_sessions,
+                                                                     s.idle_timeout);
+  }
+  amfgate::services::redis_options o;
+  o.host = s.redis.host;
+  o.port = s.redis.port;
+  o.password = s.redis.password;
+  o.db = s.redis.db;
+  o.key_prefix = s.redis.key_prefix;
+  o.connect_timeout = s.redis.connect_timeout;
+  o.command_timeout = s.redis.command_timeout;
+  o.idle_timeout = s.idle_timeout;
+  o.on_state_change = [log](bool reachable, const std::string& detail) {
+    if (reachable) {
+      log->info("session store reachable again: {}", detail);
+    } else {
+      log->error(
+          "session store unreachable: {}; calls that need no session go on, logins and "
+          "calls that need one fault with Server.Session.Unavailable",
+          detail);
+    }
+  };
+  auto store = std::make_unique<amfgate::services::redis_session_store>(o);
+  log->info("sessions in {} under the prefix \"{}\"", store->where(), o.key_prefix);
+  try {
+    store->ping();
+  } catch (const amfgate::services::store_unavailable&) {
+    // logged by on_state_change; the daemon starts anyway and reconnects when it can
+  }
+  return store;
+}
+
+// GET /healthz from the daemon that these settings run (on loopback when it listens on all
+// addresses).
+int healthcheck(const amfgate::config::listen_settings& l) {
+  std::string host = l.address;
+  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  try {
+    amfgate::client::http_client http(host, std::to_string(l.port));
+    const auto res = http.get("/healthz");
+    if (res.status == 200) return 0;
+    std::cerr << "amfgate: /healthz answered " << res.status << ": " << res.body;
+  } catch (const std::exception& e) {
+    std::cerr << "amfgate: /healthz on " << host << ":" << l.port << ": " << e.what() << "\n";
+  }
+  return 1;
+}
+
+}  // namespace
+
+namespace amfgate {
+
+int run(int argc, char** argv, const setup& bind_services) {
+  std::string config_file;
+  bool check = false, print = false, health = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--config" && i + 1 < argc) {
+      config_file = argv[++i];
+    } else if (a.starts_with("--config=")) {
+      config_file = a.substr(9);
+    } else if (a == "--check-config") {
+      check = true;
+    } else if (a == "--print-config") {
+      print = true;
+    } else if (a == "--healthcheck") {
+      health = true;
+    } else if (a == "--version") {
+      std::cout << "amfgate " << AMFGATE_VERSION << "\n";
+      return 0;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << usage;
+      return 0;
+    } else if (a == "--hash-password") {
+      std::string password;
+      if (isatty(STDIN_FILENO)) std::cerr << "password: ";
+      std::getline(std::cin, password);
+      if (password.empty()) {
+        std::cerr << "amfgate: empty password\n";
+        return 1;
+      }
+      std::cout << amfgate::services::hash_password(password) << "\n";
+      return 0;
+    } else {
+      std::cerr << "amfgate: unknown argument " << a << "\n" << usage;
+      return 2;
+    }
+  }
+
+  amfgate::config::gateway_config cfg;
+  try {
+    if (!config_file.empty()) cfg = amfgate::config::load(config_file);
+  } catch (const amfgate::config::error& e) {
+    std::cerr << "amfgate: " << (config_file.empty() ? "defaults" : config_file) << ":\n";
+    for (const auto& line : e.errors()) std::cerr << "  " << line << "\n";
+    return 1;
+  }
+  if (print) {
+    std::cout << amfgate::config::to_json_text(cfg);
+    return 0;
+  }
+  if (health) return healthcheck(cfg.listen);
+  if (check) {
+    std::cout << "amfgate: " << (config_file.empty() ? "built-in defaults" : config_file)
+              << ": ok\n";
+    return 0;
+  }
+
+  auto [log, access] = make_loggers(cfg.log);
+  int status = 1;
+  try {
+    amfgate::services::registry services;
+    amfgate::services::add_echo_service(services);
+    if (bind_services) bind_services(services, cfg);
+    if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
+    services.freeze();
+
+    std::vector<amfgate::services::user_record> users;
+    for (const auto& u : cfg.users) users.push_back({u.name, u.password, u.roles});
+    amfgate::services::user_table auth(std::move(users));
+    const auto store = make_session_store(cfg.sessions, log);
+    auto& sessions = *store;
+    amfgate::server::metrics stats;
+    amfgate::server::http_server server(cfg, stats, log, access);
+    amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
+    amfgate::server::router routes(cfg, gw, stats, sessions, server.workers(), log);
+    log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
+    status = server.run(routes);
+  } catch (const std::exception& e) {
+    log->critical("cannot run: {}", e.what());
+    status = 1;
+  }
+  spdlog::shutdown();
+  return status;
+}
+
+}  // namespace amfgate
