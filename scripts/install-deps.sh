@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
   libcrypt-dev libhiredis-dev dpkg-dev file)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev
-  redis-server nginx)
+  redis-server nginx libsqlite3-dev)
 
 case "${1:-test}" in
   runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libhiredis0.14) ;;

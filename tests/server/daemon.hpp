@@ -17,7 +17,9 @@ namespace amfgate::test {
 class daemon {
  public:
   /// `settings` are JSON members added to the config ("\"debug\": true, ...").
-  explicit daemon(const std::string& settings = "") : port_(free_port()) {
+  /// `binary`: amfgate, or a daemon of the tests' own built with amfgate::run.
+  explicit daemon(const std::string& settings = "", const char* binary = AMFGATE_BINARY)
+      : port_(free_port()) {
     const std::string base =
         "/tmp/amfgate-test-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
     config_ = base + ".json";
@@ -26,7 +28,7 @@ class daemon {
                            << "}, \"threads\": 2" << (settings.empty() ? "" : ", ") << settings
                            << "}";
     std::remove(log_.c_str());
-    process_.start({AMFGATE_BINARY, "--config", config_}, log_);
+    process_.start({binary, "--config", config_}, log_);
     for (int i = 0; i < 200; ++i) {
       try {
         if (client().get("/healthz").status == 200) return;

@@ -14,6 +14,7 @@
 #include "amf/packet.hpp"
 #include "amfgate/server/client.hpp"
 #include "amfgate/services/builtin.hpp"
+#include "gateway_run.hpp"
 
 namespace amfgate::server {
 namespace {
@@ -48,10 +49,14 @@ class Gateway : public ::testing::Test {
     cfg_.access["Admin"] = config::access_rule{true, {"admin"}};
   }
 
+  gateway make_gateway() {
+    return gateway(cfg_, registry_, sessions_, users_, pool_, stats_, log_);
+  }
+
   // Sends `body`, decodes the answer.
   amf::packet call(const std::string& body, exchange& ex) {
-    gateway gw(cfg_, registry_, sessions_, users_, log_);
-    gw.handle(body, ex);
+    gateway gw = make_gateway();
+    run(gw, body, ex);
     EXPECT_EQ(ex.status, 200u) << ex.body;
     return amf::decode_packet(amf::as_bytes(ex.body), doc_);
   }
@@ -64,6 +69,8 @@ class Gateway : public ::testing::Test {
   services::registry registry_;
   services::memory_session_store sessions_;
   services::user_table users_;
+  worker_pool pool_{2, 16};
+  metrics stats_;
   std::shared_ptr<spdlog::logger> log_;
   amf::document doc_;
   exchange last_;
@@ -223,45 +230,15 @@ TEST_F(Gateway, CredentialsHeaderLogsInForNetConnection) {
 }
 
 TEST_F(Gateway, UndecodablePacketsAre400WithTheOffset) {
-  gateway gw(cfg_, registry_, sessions_, users_, log_);
+  gateway gw = make_gateway();
   exchange ex;
   std::string body =
       client::netconnection_request("echo", std::vector{amf::value::integer(1)}, false);
   body[body.size() - 9] = '\x04';  // an AMF0 movieclip marker where the number starts
-  gw.handle(body, ex);
+  run(gw, body, ex);
   EXPECT_EQ(ex.status, 400u);
   EXPECT_EQ(ex.body, "bad AMF packet: unknown type marker at byte " +
                          std::to_string(body.size() - 9) + "\n");
-}
-
-// What may touch a shared session store runs off the I/O threads; the rest may not need to.
-TEST(GatewayStoreUse, OnlyRequestsThatNameASessionOrLogInOrOut) {
-  amf::document doc;
-  const amf::value arg = doc.string("hello");
-  const auto echo = client::netconnection_request("echo", {&arg, 1}, false);
-  const auto echo3 = client::netconnection_request("echo", {&arg, 1}, true);
-  const auto remoting = client::flex_request(
-      std::vector{client::flex_remoting(doc, "EchoService", "echo", {&arg, 1}, "")});
-  EXPECT_FALSE(gateway::may_use_sessions(echo, ""));
-  EXPECT_FALSE(gateway::may_use_sessions(echo3, ""));
-  EXPECT_FALSE(gateway::may_use_sessions(remoting, ""));
-  EXPECT_TRUE(gateway::may_use_sessions(echo, "0123456789abcdef0123456789abcdef"));
-  EXPECT_TRUE(gateway::may_use_sessions(
-      client::netconnection_request("echo", {&arg, 1}, false, "ann", "pw"), ""));
-  using op = amf::flex::operation;
-  for (op o : {op::client_ping, op::login, op::logout}) {
-    EXPECT_TRUE(gateway::may_use_sessions(
-        client::flex_request(std::vector{client::flex_command(doc, o, "", "ann", "pw")}), ""));
-  }
-  // A small CommandMessage (DSC) as BlazeDS clients send after negotiating.
-  amf::flex::message ping;
-  ping.kind = amf::flex::kind::command;
-  ping.command = static_cast<int>(op::client_ping);
-  ping.message_id = "id";
-  EXPECT_TRUE(gateway::may_use_sessions(
-      client::flex_request(
-          std::vector{amf::flex::make_small(doc, ping).with_flags(amf::value::avmplus)}),
-      ""));
 }
 
 // Every corpus request, mutated many ways (bit flips, truncation, inserted and repeated
@@ -278,7 +255,7 @@ TEST_F(Gateway, SurvivesMutatedRequests) {
   }
   ASSERT_GE(seeds.size(), 10u);
   std::mt19937 rng(20261202);
-  gateway gw(cfg_, registry_, sessions_, users_, log_);
+  gateway gw = make_gateway();
   std::size_t answered = 0, refused = 0;
   for (const auto& seed : seeds) {
     for (int i = 0; i < 1500; ++i) {
@@ -303,7 +280,7 @@ TEST_F(Gateway, SurvivesMutatedRequests) {
       }
       exchange ex;
       ex.session_id = i % 3 == 0 ? "" : "0123456789abcdef0123456789abcdef";
-      ASSERT_NO_THROW(gw.handle(m, ex));
+      ASSERT_NO_THROW(run(gw, m, ex));
       if (ex.status == 200) {
         amf::document d;
         amf::decode_error ec;

@@ -9,40 +9,12 @@
 #include "amf/packet.hpp"
 #include "amfgate/services/auth.hpp"
 #include "daemon.hpp"
+#include "raw_socket.hpp"
 
 namespace amfgate::test {
 namespace {
 
 using std::chrono::milliseconds;
-
-// A plain socket for requests that misbehave on purpose.
-class raw_socket {
- public:
-  explicit raw_socket(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      throw std::runtime_error("connect failed");
-    }
-    timeval tv{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~raw_socket() { ::close(fd_); }
-  void send(const std::string& s) { (void)::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
-  /// Everything until the peer closes (or 10 s pass).
-  std::string read_all() {
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;)
-      out.append(buf, static_cast<std::size_t>(n));
-    return out;
-  }
-
- private:
-  int fd_;
-};
 
 amf::packet decode(const std::string& body, amf::document& doc) {
   return amf::decode_packet(amf::as_bytes(body), doc);

@@ -1,0 +1,62 @@
+// amfgate with test services, built with amfgate::run: the README's waiting examples, and
+// handlers that block, await or count for the execution tests (execution_test.cpp).
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <thread>
+
+#include "../../services/examples/waiting_services.hpp"
+#include "amfgate/run.hpp"
+
+namespace {
+
+namespace net = boost::asio;
+using amfgate::services::call_context;
+using amfgate::services::execution;
+
+struct counters {
+  std::atomic<std::int32_t> started{0}, finished{0}, cancelled{0}, late{0};
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  static examples::inventory stock(":memory:");
+  static counters count;
+  return amfgate::run(
+      argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config&) {
+        examples::bind_waiting_examples(r, stock);
+        // Blocks its worker for `ms`, as a slow database call does.
+        r.bind("Slow", "block", [](call_context& ctx, std::int32_t ms) {
+          ++count.started;
+          std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+          if (ctx.abandoned()) ++count.late;
+          ++count.finished;
+          return ms;
+        });
+        // Awaits a timer for `ms`; counts the waits that were cancelled.
+        r.bind("Slow", "wait", [](std::int32_t ms) -> net::awaitable<std::int32_t> {
+          ++count.started;
+          net::steady_timer t(co_await net::this_coro::executor, std::chrono::milliseconds(ms));
+          try {
+            co_await t.async_wait(net::use_awaitable);
+          } catch (const boost::system::system_error&) {
+            ++count.cancelled;
+            throw;
+          }
+          ++count.finished;
+          co_return ms;
+        });
+        r.bind(
+            "Slow", "counters",
+            [] {
+              return std::vector<std::int32_t>{count.started, count.finished, count.cancelled,
+                                               count.late};
+            },
+            execution::inline_);
+        r.bind(
+            "Slow", "reset",
+            [] { count.started = count.finished = count.cancelled = count.late = 0; },
+            execution::inline_);
+      });
+}
