@@ -1,20 +1,28 @@
 #include "amfgate/services/redis_session_store.hpp"
 
-#include <hiredis.h>
-#include <sys/time.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <cctype>
+#include <deque>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace amfgate::services {
 
-namespace {
+namespace net = boost::asio;
+using clock = std::chrono::steady_clock;
 
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
+namespace {
 
 // Session ids are ours (32 hex digits); anything else from a cookie is not looked up.
 bool plausible_id(const std::string& id) {
@@ -34,6 +42,20 @@ std::string glob_prefix(const std::string& prefix) {
   }
   return out + "*";
 }
+
+// A reply, copied out of hiredis's (which it frees after the callback).
+struct redis_value {
+  int type = REDIS_REPLY_NIL;
+  std::string str;
+  long long integer = 0;
+  std::vector<redis_value> elements;
+
+  explicit redis_value(const redisReply& r) : type(r.type), integer(r.integer) {
+    if (r.str) str.assign(r.str, r.len);
+    for (std::size_t i = 0; i < r.elements; ++i) elements.emplace_back(*r.element[i]);
+  }
+  redis_value() = default;
+};
 
 }  // namespace
 
@@ -59,170 +81,342 @@ session session_from_json(const std::string& id, const std::string& text) {
   return s;
 }
 
-void redis_session_store::connection_deleter::operator()(redisContext* c) const noexcept {
-  redisFree(c);
-}
-
-class redis_session_store::reply {
- public:
-  explicit reply(redisReply* r) : r_(r) {}
-  explicit operator bool() const noexcept { return r_ != nullptr; }
-  const redisReply* operator->() const noexcept { return r_.get(); }
-
- private:
-  struct deleter {
-    void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-  };
-  std::unique_ptr<redisReply, deleter> r_;
+// One command on its way: what the caller awaits. Completed once, on the store's thread.
+struct redis_op {
+  virtual ~redis_op() = default;
+  /// `error` empty: `reply` is the answer.
+  virtual void complete(std::string error, redis_value reply) = 0;
+  clock::time_point sent = clock::now();
 };
 
-redis_session_store::redis_session_store(redis_options options) : opt_(std::move(options)) {}
+template <class Handler>
+struct redis_op_for final : redis_op {
+  explicit redis_op_for(Handler&& h)
+      : handler(std::move(h)), work(net::make_work_guard(net::get_associated_executor(handler))) {}
+  void complete(std::string error, redis_value reply) override {
+    auto ex = work.get_executor();
+    net::post(ex, [h = std::move(handler), w = std::move(work), error = std::move(error),
+                   reply = std::move(reply)]() mutable {
+      std::exception_ptr e;
+      if (!error.empty()) e = std::make_exception_ptr(store_unavailable(error));
+      std::move(h)(e, std::move(reply));
+    });
+  }
+  Handler handler;
+  net::executor_work_guard<net::associated_executor_t<Handler>> work;
+};
+
+// AUTH and SELECT, sent first on a new connection: an error drops the connection.
+struct setup_op final : redis_op {
+  explicit setup_op(std::function<void(const std::string&)> f) : on_error(std::move(f)) {}
+  void complete(std::string error, redis_value reply) override {
+    if (error.empty() && reply.type == REDIS_REPLY_ERROR) on_error(reply.str);
+  }
+  std::function<void(const std::string&)> on_error;
+};
+
+struct redis_session_store::impl {
+  explicit impl(redis_options o)
+      : opt(std::move(o)),
+        work(net::make_work_guard(ioc)),
+        watchdog(ioc),
+        thread([this] { ioc.run(); }) {}
+  ~impl() {
+    net::post(ioc, [this] {
+      stopping = true;
+      watchdog.cancel();
+      if (ac) redisAsyncFree(ac);  // fails what is in flight
+    });
+    work.reset();
+    thread.join();
+  }
+
+  std::string where() const { return "redis " + opt.host + ":" + std::to_string(opt.port); }
+
+  /// Sends `args`; the awaiting coroutine resumes on its own executor with the reply.
+  net::awaitable<redis_value> command(std::vector<std::string> args) {
+    return net::async_initiate<const net::use_awaitable_t<>, void(std::exception_ptr, redis_value)>(
+        [this](auto handler, std::vector<std::string> a) {
+          using H = decltype(handler);
+          auto op = std::make_unique<redis_op_for<H>>(std::move(handler));
+          net::post(ioc, [this, op = std::move(op), a = std::move(a)]() mutable {
+            send(std::move(op), a);
+          });
+        },
+        net::use_awaitable, std::move(args));
+  }
+
+  // Everything below runs on the store's thread.
+
+  void send(std::unique_ptr<redis_op> op, const std::vector<std::string>& args) {
+    if (down && clock::now() < retry_at) return op->complete(where() + ": " + last_error, {});
+    if (!ac) connect();
+    if (!ac) return op->complete(where() + ": " + last_error, {});
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    if (redisAsyncCommandArgv(ac, on_reply, op.get(), static_cast<int>(argv.size()), argv.data(),
+                              lengths.data()) != REDIS_OK) {
+      return op->complete(where() + ": " + (ac->errstr ? ac->errstr : "cannot send"), {});
+    }
+    op->sent = clock::now();
+    inflight.push_back(std::move(op));
+    watch();
+  }
+
+  void connect() {
+    ac = redisAsyncConnect(opt.host.c_str(), static_cast<int>(opt.port));
+    if (!ac || ac->err) {
+      const std::string why = ac ? ac->errstr : "cannot allocate a connection";
+      if (ac) redisAsyncFree(ac);
+      ac = nullptr;
+      return failed(why);
+    }
+    ac->data = this;
+    ac->ev.data = this;
+    ac->ev.addRead = [](void* p) { static_cast<impl*>(p)->want(true, true); };
+    ac->ev.delRead = [](void* p) { static_cast<impl*>(p)->want(true, false); };
+    ac->ev.addWrite = [](void* p) { static_cast<impl*>(p)->want(false, true); };
+    ac->ev.delWrite = [](void* p) { static_cast<impl*>(p)->want(false, false); };
+    ac->ev.cleanup = [](void* p) { static_cast<impl*>(p)->freed(); };
+    fd.emplace(ioc, ac->c.fd);
+    redisAsyncSetConnectCallback(ac, [](const redisAsyncContext* c, int status) {
+      auto* self = static_cast<impl*>(c->data);
+      if (status != REDIS_OK) self->lost(c->errstr ? c->errstr : "cannot connect");
+    });
+    redisAsyncSetDisconnectCallback(ac, [](const redisAsyncContext* c, int status) {
+      if (status != REDIS_OK) static_cast<impl*>(c->data)->lost(c->errstr ? c->errstr : "closed");
+    });
+    connecting_since = clock::now();
+    connected = false;
+    auto setup = [this](std::vector<const char*> argv) {
+      auto op = std::make_unique<setup_op>(
+          [this, name = std::string(argv[0])](const std::string& e) { drop(name + ": " + e); });
+      redisAsyncCommandArgv(ac, on_reply, op.get(), static_cast<int>(argv.size()), argv.data(),
+                            nullptr);
+      inflight.push_back(std::move(op));
+    };
+    if (!opt.password.empty()) setup({"AUTH", opt.password.c_str()});
+    if (opt.db != 0) {
+      const std::string db = std::to_string(opt.db);
+      setup({"SELECT", db.c_str()});
+    }
+    watch();
+  }
+
+  static void on_reply(redisAsyncContext* c, void* r, void* privdata) {
+    auto* self = static_cast<impl*>(c->data);
+    auto& q = self->inflight;
+    if (q.empty() || q.front().get() != privdata) return;  // not ours (cannot happen)
+    std::unique_ptr<redis_op> op = std::move(q.front());
+    q.pop_front();
+    if (!r) return op->complete(self->where() + ": " + self->lost_reason(), {});
+    self->connected = true;
+    self->reachable();
+    const auto& reply = *static_cast<redisReply*>(r);
+    if (reply.type == REDIS_REPLY_ERROR && !dynamic_cast<setup_op*>(op.get())) {
+      return op->complete(self->where() + ": " + std::string(reply.str, reply.len), {});
+    }
+    op->complete({}, redis_value(reply));
+  }
+
+  // hiredis wants (or no longer wants) to know when the socket is readable or writable.
+  void want(bool read, bool on) {
+    (read ? want_read : want_write) = on;
+    arm(read);
+  }
+  void arm(bool read) {
+    bool& waiting = read ? reading : writing;
+    if (waiting || !(read ? want_read : want_write) || !fd) return;
+    waiting = true;
+    fd->async_wait(
+        read ? net::posix::stream_descriptor::wait_read : net::posix::stream_descriptor::wait_write,
+        [this, read](boost::system::error_code ec) {
+          (read ? reading : writing) = false;
+          if (ec || !ac) return;
+          if (read) {
+            redisAsyncHandleRead(ac);
+          } else {
+            redisAsyncHandleWrite(ac);
+          }
+          if (ac) arm(read);
+        });
+  }
+
+  // hiredis frees the context: its socket is hiredis's to close, not ours.
+  void freed() {
+    if (fd) {
+      fd->release();
+      fd.reset();
+    }
+    ac = nullptr;
+    reading = writing = want_read = want_write = false;
+  }
+
+  // The connection broke. In-flight commands have been (or are being) failed by hiredis.
+  // Closed while nothing was asked of it (Redis restarted, or its idle timeout): no outage,
+  // the next command connects again.
+  void lost(const std::string& why) {
+    lost_why = why;
+    if (!inflight.empty() || !connected) failed(why);
+  }
+  std::string lost_reason() const { return lost_why.empty() ? "connection lost" : lost_why; }
+
+  // Drops the connection now (a timeout, a refused AUTH): what is in flight fails.
+  void drop(const std::string& why) {
+    if (!ac) return;
+    lost_why = why;
+    failed(why);
+    redisAsyncFree(ac);  // deferred by hiredis when called from within its callback
+  }
+
+  void failed(const std::string& why) {
+    last_error = why;
+    retry_at = clock::now() + std::chrono::seconds(1);
+    if (!down && opt.on_state_change) opt.on_state_change(false, where() + ": " + why);
+    down = true;
+  }
+  void reachable() {
+    lost_why.clear();
+    if (down && opt.on_state_change) opt.on_state_change(true, where());
+    down = false;
+  }
+
+  // Connect and command timeouts: one timer, armed while anything is awaited.
+  void watch() {
+    if (watching || stopping) return;
+    watching = true;
+    watchdog.expires_after(std::min(opt.connect_timeout, opt.command_timeout) / 4 +
+                           std::chrono::milliseconds(1));
+    watchdog.async_wait([this](boost::system::error_code ec) {
+      watching = false;
+      if (ec || !ac) return;
+      const auto now = clock::now();
+      if (!connected && now - connecting_since > opt.connect_timeout) {
+        return drop("no connection within " + std::to_string(opt.connect_timeout.count()) + " ms");
+      }
+      if (!inflight.empty() && now - inflight.front()->sent > opt.command_timeout) {
+        return drop("no reply within " + std::to_string(opt.command_timeout.count()) + " ms");
+      }
+      if (!inflight.empty() || !connected) watch();
+    });
+  }
+
+  redis_options opt;
+  net::io_context ioc;
+  net::executor_work_guard<net::io_context::executor_type> work;
+  net::steady_timer watchdog;
+  redisAsyncContext* ac = nullptr;
+  std::optional<net::posix::stream_descriptor> fd;
+  bool reading = false, writing = false, want_read = false, want_write = false;
+  bool connected = false, watching = false, stopping = false;
+  clock::time_point connecting_since;
+  std::deque<std::unique_ptr<redis_op>> inflight;  // in the order sent: Redis answers so
+  bool down = false;
+  std::string last_error, lost_why;
+  clock::time_point retry_at;
+  std::thread thread;  // last: starts once the rest is made
+};
+
+redis_session_store::redis_session_store(redis_options options)
+    : impl_(std::make_unique<impl>(std::move(options))) {}
 
 redis_session_store::~redis_session_store() = default;
 
 std::string redis_session_store::where() const {
-  return "redis " + opt_.host + ":" + std::to_string(opt_.port);
+  return impl_->where();
 }
 
-void redis_session_store::failed(const std::string& why) {
-  bool was_up;
-  {
-    std::lock_guard lock(mutex_);
-    was_up = !down_;
-    down_ = true;
-    last_error_ = why;
-    retry_at_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    idle_.clear();  // connections made before the failure are suspect
-  }
-  if (was_up && opt_.on_state_change) opt_.on_state_change(false, where() + ": " + why);
-  throw store_unavailable(where() + ": " + why);
-}
-
-redis_session_store::connection redis_session_store::acquire(bool& pooled) {
-  {
-    std::lock_guard lock(mutex_);
-    if (down_ && std::chrono::steady_clock::now() < retry_at_) {
-      throw store_unavailable(where() + ": " + last_error_);
-    }
-    pooled = !idle_.empty();
-    if (pooled) {
-      connection c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
-    }
-  }
-  connection c(redisConnectWithTimeout(opt_.host.c_str(), static_cast<int>(opt_.port),
-                                       to_timeval(opt_.connect_timeout)));
-  if (!c) failed("cannot allocate a connection");
-  if (c->err) failed(c->errstr);
-  redisSetTimeout(c.get(), to_timeval(opt_.command_timeout));
-  auto setup = [&](std::vector<const char*> argv) {
-    reply r(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), nullptr)));
-    if (!r) failed(c->errstr);
-    if (r->type == REDIS_REPLY_ERROR) failed(std::string(argv[0]) + ": " + r->str);
-  };
-  if (!opt_.password.empty()) setup({"AUTH", opt_.password.c_str()});
-  if (opt_.db != 0) {
-    const std::string db = std::to_string(opt_.db);
-    setup({"SELECT", db.c_str()});
-  }
-  return c;
-}
-
-void redis_session_store::release(connection c) {
-  bool was_down;
-  {
-    std::lock_guard lock(mutex_);
-    was_down = down_;
-    down_ = false;
-    idle_.push_back(std::move(c));
-  }
-  if (was_down && opt_.on_state_change) opt_.on_state_change(true, where());
-}
-
-redis_session_store::reply redis_session_store::command(const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  // A pooled connection may have been closed by a Redis restart, and so the whole pool: then
-  // one more try on a new connection. A new connection that fails is not tried again.
-  for (bool retried = false;; retried = true) {
-    bool pooled = false;
-    connection c = acquire(pooled);
-    auto* r = static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    if (!r) {
-      const std::string why = c->errstr;
-      c.reset();
-      if (pooled && !retried) {
-        std::lock_guard lock(mutex_);
-        idle_.clear();
-        continue;
-      }
-      failed(why);
-    }
-    reply out(r);
-    if (out->type == REDIS_REPLY_ERROR) {
-      const std::string why = args[0] + ": " + std::string(out->str, out->len);
-      release(std::move(c));
-      throw store_unavailable(where() + ": " + why);
-    }
-    release(std::move(c));
-    return out;
-  }
-}
-
-std::optional<session> redis_session_store::find(const std::string& id) {
-  if (!plausible_id(id)) return std::nullopt;
-  const reply r =
-      command({"GETEX", opt_.key_prefix + id, "PX", std::to_string(opt_.idle_timeout.count())});
-  if (r->type != REDIS_REPLY_STRING) return std::nullopt;
+net::awaitable<std::optional<session>> redis_session_store::async_find(std::string id) {
+  if (!plausible_id(id)) co_return std::nullopt;
+  // Arguments as a named local: GCC 12 cannot take a braced list inside a co_await.
+  std::vector<std::string> args{"GETEX", impl_->opt.key_prefix + id, "PX",
+                                std::to_string(impl_->opt.idle_timeout.count())};
+  const auto r = co_await impl_->command(std::move(args));
+  if (r.type != REDIS_REPLY_STRING) co_return std::nullopt;
   try {
-    return session_from_json(id, std::string(r->str, r->len));
+    co_return session_from_json(id, r.str);
   } catch (const nlohmann::json::exception&) {
-    return std::nullopt;  // not a session of ours: treated as none
+    co_return std::nullopt;  // not a session of ours: treated as none
   }
 }
 
-session redis_session_store::create() {
+net::awaitable<session> redis_session_store::async_create() {
   session s;
   s.id = random_id();
-  command({"SET", opt_.key_prefix + s.id, session_to_json(s), "PX",
-           std::to_string(opt_.idle_timeout.count()), "NX"});
-  return s;
+  std::vector<std::string> args{"SET",
+                                impl_->opt.key_prefix + s.id,
+                                session_to_json(s),
+                                "PX",
+                                std::to_string(impl_->opt.idle_timeout.count()),
+                                "NX"};
+  co_await impl_->command(std::move(args));
+  co_return s;
 }
 
-void redis_session_store::save(const session& s) {
+net::awaitable<void> redis_session_store::async_save(session s) {
   // XX: a session removed meanwhile (a logout through another instance) stays removed.
-  command({"SET", opt_.key_prefix + s.id, session_to_json(s), "PX",
-           std::to_string(opt_.idle_timeout.count()), "XX"});
+  std::vector<std::string> args{"SET",
+                                impl_->opt.key_prefix + s.id,
+                                session_to_json(s),
+                                "PX",
+                                std::to_string(impl_->opt.idle_timeout.count()),
+                                "XX"};
+  co_await impl_->command(std::move(args));
 }
 
-void redis_session_store::remove(const std::string& id) {
-  if (plausible_id(id)) command({"DEL", opt_.key_prefix + id});
+net::awaitable<void> redis_session_store::async_remove(std::string id) {
+  std::vector<std::string> args{"DEL", impl_->opt.key_prefix + id};
+  if (plausible_id(id)) co_await impl_->command(std::move(args));
 }
 
-void redis_session_store::ping() {
-  command({"PING"});
-}
-
-std::size_t redis_session_store::size() {
+net::awaitable<std::size_t> redis_session_store::async_size() {
   std::size_t count = 0;
   std::string cursor = "0";
   do {
-    const reply r =
-        command({"SCAN", cursor, "MATCH", glob_prefix(opt_.key_prefix), "COUNT", "1000"});
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    std::vector<std::string> args{"SCAN",  cursor, "MATCH", glob_prefix(impl_->opt.key_prefix),
+                                  "COUNT", "1000"};
+    const auto r = co_await impl_->command(std::move(args));
+    if (r.type != REDIS_REPLY_ARRAY || r.elements.size() != 2) {
       throw store_unavailable(where() + ": unexpected SCAN reply");
     }
-    cursor.assign(r->element[0]->str, r->element[0]->len);
-    count += r->element[1]->elements;
+    cursor = r.elements[0].str;
+    count += r.elements[1].elements.size();
   } while (cursor != "0");
-  return count;
+  co_return count;
+}
+
+// The synchronous calls run the asynchronous ones on the store's thread and wait.
+namespace {
+template <class T>
+T wait_for(net::io_context& ioc, net::awaitable<T> a) {
+  return net::co_spawn(ioc, std::move(a), net::use_future).get();
+}
+}  // namespace
+
+std::optional<session> redis_session_store::find(const std::string& id) {
+  return wait_for(impl_->ioc, async_find(id));
+}
+session redis_session_store::create() {
+  return wait_for(impl_->ioc, async_create());
+}
+void redis_session_store::save(const session& s) {
+  wait_for(impl_->ioc, async_save(s));
+}
+void redis_session_store::remove(const std::string& id) {
+  wait_for(impl_->ioc, async_remove(id));
+}
+std::size_t redis_session_store::size() {
+  return wait_for(impl_->ioc, async_size());
+}
+void redis_session_store::ping() {
+  wait_for(impl_->ioc, [](impl& i) -> net::awaitable<void> {
+    std::vector<std::string> args{"PING"};
+    co_await i.command(std::move(args));
+  }(*impl_));
 }
 
 }  // namespace amfgate::services

@@ -18,6 +18,24 @@ std::string random_id() {
   return id;
 }
 
+boost::asio::awaitable<std::optional<session>> session_store::async_find(std::string id) {
+  co_return find(id);
+}
+boost::asio::awaitable<session> session_store::async_create() {
+  co_return create();
+}
+boost::asio::awaitable<void> session_store::async_save(session s) {
+  save(s);
+  co_return;
+}
+boost::asio::awaitable<void> session_store::async_remove(std::string id) {
+  remove(id);
+  co_return;
+}
+boost::asio::awaitable<std::size_t> session_store::async_size() {
+  co_return size();
+}
+
 std::optional<session> memory_session_store::find(const std::string& id) {
   std::lock_guard lock(mutex_);
   auto it = sessions_.find(id);

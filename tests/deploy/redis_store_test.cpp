@@ -1,6 +1,9 @@
 // The Redis session store against a real redis-server on a loopback port of its own.
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 #include <thread>
 
 #include "amfgate/services/redis_session_store.hpp"
@@ -45,7 +48,6 @@ class RedisStore : public ::testing::Test {
 
 TEST_F(RedisStore, SessionsAreSharedBetweenStores) {
   redis_session_store a(options()), b(options());
-  EXPECT_TRUE(a.blocking());
   auto s = a.create();
   EXPECT_EQ(s.id.size(), 32u);
   s.user = services::principal{"ann", {"admin", "user"}};
@@ -111,13 +113,68 @@ TEST_F(RedisStore, UnreachableRedisThrowsAndReportsEachTransitionOnce) {
 TEST_F(RedisStore, ARestartBetweenCallsIsNotAnOutage) {
   redis_session_store store(options());
   std::vector<services::session> made;
-  for (int i = 0; i < 3; ++i) made.push_back(store.create());  // pooled connections
+  for (int i = 0; i < 3; ++i) made.push_back(store.create());
   redis_.signal(SIGTERM);
   ASSERT_EQ(redis_.wait(10s), 0);
   start_redis(redis_, port_, dir_);
-  EXPECT_FALSE(store.find(made[0].id));  // a stale pooled connection, then a new one
+  EXPECT_FALSE(store.find(made[0].id));  // the closed connection is made again
   EXPECT_TRUE(store.find(store.create().id));
   EXPECT_TRUE(transitions_.empty()) << transitions_.at(0);
+}
+
+// The asynchronous calls, as the gateway awaits them: 500 at once on one connection
+// (pipelined), each resuming on the caller's own I/O context with its own session.
+TEST_F(RedisStore, ConcurrentAsyncCallsArePipelinedAndAnsweredInTurn) {
+  redis_session_store store(options());
+  std::vector<services::session> made;
+  for (int i = 0; i < 500; ++i) {
+    made.push_back(store.create());
+    made.back().flex_client_id = "client-" + std::to_string(i);
+    store.save(made.back());
+  }
+  boost::asio::io_context io;
+  int right = 0;
+  const auto here = std::this_thread::get_id();
+  for (const auto& m : made) {
+    boost::asio::co_spawn(
+        io,
+        [&store, &right, &m, here]() -> boost::asio::awaitable<void> {
+          const auto s = co_await store.async_find(m.id);
+          if (s && s->flex_client_id == m.flex_client_id && std::this_thread::get_id() == here) {
+            ++right;
+          }
+        },
+        boost::asio::detached);
+  }
+  const auto t = std::chrono::steady_clock::now();
+  io.run();
+  EXPECT_EQ(right, 500);
+  EXPECT_LT(std::chrono::steady_clock::now() - t, 2s);
+}
+
+// A Redis that stops answering (SIGSTOP) fails calls after the command timeout, not later,
+// and once it answers again so does the store.
+TEST_F(RedisStore, AHungRedisTimesOut) {
+  auto o = options();
+  o.command_timeout = 300ms;
+  redis_session_store store(o);
+  const auto s = store.create();
+  redis_.signal(SIGSTOP);
+  const auto t = std::chrono::steady_clock::now();
+  try {
+    store.find(s.id);
+    FAIL() << "no exception";
+  } catch (const store_unavailable& e) {
+    EXPECT_NE(std::string(e.what()).find("no reply within 300 ms"), std::string::npos) << e.what();
+  }
+  const auto took = std::chrono::steady_clock::now() - t;
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 800ms);
+  redis_.signal(SIGCONT);
+  std::this_thread::sleep_for(1100ms);  // past the second of failing fast
+  EXPECT_TRUE(store.find(s.id));
+  ASSERT_EQ(transitions_.size(), 2u);
+  EXPECT_TRUE(transitions_[1].starts_with("up ")) << transitions_[1];
 }
 
 TEST_F(RedisStore, PasswordAndDatabase) {

@@ -2,23 +2,23 @@
 // instance is honoured by the others, and a logout anywhere ends it everywhere.
 //
 // Each session is one key, `<prefix><id>`, holding JSON, with an expiry equal to the idle
-// timeout that every use renews (GETEX). Calls are synchronous (hiredis) with connect and
-// command timeouts, over a pool of connections; the server runs requests on worker threads
-// when its store is blocking, so the I/O threads never wait on Redis. When Redis cannot be
+// timeout that every use renews (GETEX). The client is hiredis's asynchronous context driven
+// by Asio on a thread of the store's own: one connection, commands pipelined on it, replies
+// handed back to the awaiting coroutine's executor, so no thread ever waits for Redis. A
+// connect or command timeout drops the connection (its commands fail); when Redis cannot be
 // reached every call throws `store_unavailable`, and for a second after a failure calls fail
-// at once instead of each waiting for its own timeout.
+// at once instead of each waiting for its own timeout. A connection that Redis closes while
+// idle (a restart) is simply made again by the next command. The synchronous calls (tests,
+// tools, the check at start) run the same commands and wait for them.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "amfgate/services/session.hpp"
-
-struct redisContext;
 
 namespace amfgate::services {
 
@@ -40,13 +40,18 @@ class redis_session_store : public session_store {
   explicit redis_session_store(redis_options options);
   ~redis_session_store() override;
 
-  bool blocking() const noexcept override { return true; }
   std::optional<session> find(const std::string& id) override;
   session create() override;
   void save(const session& s) override;
   void remove(const std::string& id) override;
   /// Counts the keys under the prefix (SCAN): for metrics, not for every request.
   std::size_t size() override;
+
+  boost::asio::awaitable<std::optional<session>> async_find(std::string id) override;
+  boost::asio::awaitable<session> async_create() override;
+  boost::asio::awaitable<void> async_save(session s) override;
+  boost::asio::awaitable<void> async_remove(std::string id) override;
+  boost::asio::awaitable<std::size_t> async_size() override;
 
   /// One round trip (PING); throws store_unavailable.
   void ping();
@@ -55,25 +60,8 @@ class redis_session_store : public session_store {
   std::string where() const;
 
  private:
-  struct connection_deleter {
-    void operator()(redisContext* c) const noexcept;
-  };
-  using connection = std::unique_ptr<redisContext, connection_deleter>;
-  class reply;
-
-  /// Runs one command on a pooled connection; throws store_unavailable.
-  reply command(const std::vector<std::string>& args);
-  /// A pooled connection (`pooled` true) or a new one.
-  connection acquire(bool& pooled);
-  void release(connection c);
-  [[noreturn]] void failed(const std::string& why);
-
-  redis_options opt_;
-  std::mutex mutex_;
-  std::vector<connection> idle_;
-  bool down_ = false;
-  std::string last_error_;
-  std::chrono::steady_clock::time_point retry_at_{};
+  struct impl;
+  std::unique_ptr<impl> impl_;
 };
 
 /// A session as the JSON the Redis store keeps (also for tools that read the keys).

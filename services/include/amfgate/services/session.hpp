@@ -2,6 +2,7 @@
 // interface so several instances can share a store.
 #pragma once
 
+#include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <list>
@@ -30,11 +31,13 @@ class store_unavailable : public std::runtime_error {
 
 /// Sessions by id. Sessions are values: `find` returns a copy, `save` writes one back.
 /// A store on the network throws `store_unavailable` from any call when it cannot answer.
+///
+/// The server awaits the `async_` forms on its I/O threads. Their defaults call the
+/// synchronous ones at once, which suits a store in this process; a store on the network
+/// overrides them so that no thread waits for its answers.
 class session_store {
  public:
   virtual ~session_store() = default;
-  /// True when calls wait on the network: the server then runs requests off its I/O threads.
-  virtual bool blocking() const noexcept { return false; }
   /// The session, if it exists and has not expired; counts as a use.
   virtual std::optional<session> find(const std::string& id) = 0;
   /// A new session with a fresh random id, already stored.
@@ -42,6 +45,12 @@ class session_store {
   virtual void save(const session& s) = 0;
   virtual void remove(const std::string& id) = 0;
   virtual std::size_t size() = 0;
+
+  virtual boost::asio::awaitable<std::optional<session>> async_find(std::string id);
+  virtual boost::asio::awaitable<session> async_create();
+  virtual boost::asio::awaitable<void> async_save(session s);
+  virtual boost::asio::awaitable<void> async_remove(std::string id);
+  virtual boost::asio::awaitable<std::size_t> async_size();
 };
 
 /// In-process store, bounded in count (least recently used go first) and idle time.
