@@ -145,33 +145,6 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
       limiter_({cfg.logins.max_failures, cfg.logins.window, cfg.logins.backoff}),
       log_(std::move(log)) {}
 
-namespace {
-// An awaitable of a value already computed (shared: see worker_pool::run on GCC 12).
-template <class R>
-net::awaitable<R> ready(std::shared_ptr<R> v) {
-  co_return std::move(*v);
-}
-net::awaitable<void> ready() {
-  co_return;
-}
-}  // namespace
-
-// Not a coroutine: `f` is a closure (see worker_pool::run on GCC 12).
-template <class F>
-net::awaitable<std::invoke_result_t<F>> gateway::on_store(request& rq, F f) {
-  using R = std::invoke_result_t<F>;
-  if (sessions_.blocking()) {
-    rq.ex.waiting();
-    return workers_.run([f = std::move(f)](const std::atomic<bool>&) { return f(); });
-  }
-  if constexpr (std::is_void_v<R>) {
-    f();
-    return ready();
-  } else {
-    return ready(std::make_shared<R>(f()));
-  }
-}
-
 net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
   ex.body.clear();
   auto rq = std::make_shared<request>(std::move(body), ex);
@@ -203,8 +176,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   exchange& ex = rq->ex;
   if (!ex.session_id.empty()) {
     try {
-      auto find = [this, id = ex.session_id] { return sessions_.find(id); };
-      rq->sess = co_await on_store(*rq, std::move(find));
+      rq->sess = co_await sessions_.async_find(ex.session_id);
     } catch (const services::store_unavailable& e) {
       rq->store_error = e.what();  // calls that need no session still run
     }
@@ -259,8 +231,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   }
   if (rq->session_dirty && rq->sess) {
     try {
-      auto save = [this, s = *rq->sess] { sessions_.save(s); };
-      co_await on_store(*rq, std::move(save));
+      co_await sessions_.async_save(*rq->sess);
     } catch (const services::store_unavailable& e) {
       log_->warn("session {} not saved: {}", rq->sess->id, e.what());
     }
@@ -277,8 +248,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
 net::awaitable<bool> gateway::open_session(request_ptr rq) {
   if (rq->sess) co_return true;
   try {
-    auto create = [this] { return sessions_.create(); };
-    rq->sess = co_await on_store(*rq, std::move(create));
+    rq->sess = co_await sessions_.async_create();
   } catch (const services::store_unavailable& e) {
     rq->store_error = e.what();
     co_return false;
@@ -615,8 +585,7 @@ net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
   if (!rq->sess && !rq->store_error.empty()) throw store_fault(rq->store_error);
   if (rq->sess) {
     try {
-      auto remove = [this, id = rq->sess->id] { sessions_.remove(id); };
-      co_await on_store(*rq, std::move(remove));
+      co_await sessions_.async_remove(rq->sess->id);
     } catch (const services::store_unavailable& e) {
       throw store_fault(e.what());  // not ended everywhere: the client must know
     }

@@ -85,15 +85,10 @@ std::string router::session_id(const http_request& req) const {
   return std::string(id.substr(0, 128));
 }
 
-net::awaitable<http_reply> router::metrics_page(http_request& req) {
+net::awaitable<http_reply> router::metrics_page() {
   std::optional<std::size_t> count;
   try {
-    if (sessions_.blocking()) {  // a shared store counts on the network
-      if (req.on_wait) req.on_wait();
-      count = co_await workers_.run([this](const std::atomic<bool>&) { return sessions_.size(); });
-    } else {
-      count = sessions_.size();
-    }
+    count = co_await sessions_.async_size();
   } catch (const services::store_unavailable& e) {
     log_->debug("/metrics: {}", e.what());
   }
@@ -152,7 +147,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
   if (path == "/healthz") {
     co_return draining_ ? text(503, "draining\n") : text(200, "ok\n");
   }
-  if (path == "/metrics") co_return co_await metrics_page(req);
+  if (path == "/metrics") co_return co_await metrics_page();
   if (crossdomain_.empty()) {
     if (!crossdomain_hint_logged_.exchange(true)) {
       log_->info(

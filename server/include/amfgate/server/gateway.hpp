@@ -3,8 +3,8 @@
 //
 // `handle` is a coroutine that runs on the connection's executor. It runs the messages of a
 // packet in order: inline handlers at once, pool handlers on the worker pool, coroutine
-// handlers on the connection's executor, each against its deadline; password checks and a
-// blocking session store go to the pool too, so the I/O thread never waits.
+// handlers on the connection's executor, each against its deadline; password checks go to
+// the pool too and the session store is awaited, so the I/O thread never waits.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -90,9 +90,6 @@ class gateway {
   /// The request's session, created if it has none; false (and `store_error`) when the store
   /// cannot be reached.
   boost::asio::awaitable<bool> open_session(request_ptr rq);
-  /// Runs `f` (a session store call) on the pool when the store blocks, else here.
-  template <class F>
-  boost::asio::awaitable<std::invoke_result_t<F>> on_store(request& rq, F f);
 
   const config::gateway_config& cfg_;
   services::registry& services_;

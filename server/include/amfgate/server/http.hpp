@@ -55,7 +55,7 @@ class router {
 
  private:
   std::string session_id(const http_request& req) const;
-  boost::asio::awaitable<http_reply> metrics_page(http_request& req);
+  boost::asio::awaitable<http_reply> metrics_page();
 
   const config::gateway_config& cfg_;
   gateway& gateway_;

@@ -1,5 +1,5 @@
 // The bounded worker pool where handlers that may block run (plain functions, password
-// checks, a blocking session store), so that no I/O thread waits.
+// checks), so that no I/O thread waits.
 //
 //   amf::value v = co_await pool.run([&] { return handler(...); });
 //
