@@ -5,7 +5,10 @@
 # (requests hop to the worker threads) and with a session cookie (one GETEX per request).
 # Rounds are interleaved and medians reported, since a shared machine drifts: requests/s,
 # p50/p99 latency, server CPU per request (from /proc; amfgate's only, not Redis's), and each
-# ratio to the ceiling's. Loopback only; bounded in time.
+# ratio to the ceiling's. The test daemon (tests/server/test_daemon.cpp, on its defaults with
+# the access log on) answers the same echo alone (slow-quiet) and while 16 other connections
+# keep calling a handler that blocks its worker for 200 ms (slow-busy). Loopback only; bounded
+# in time.
 #   tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -15,13 +18,14 @@ rounds=${3:-3}
 command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2; exit 1; }
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
-cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server >/dev/null
+cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server amfgate_test_daemon \
+  >/dev/null
 
 work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-for r in amf0-echo flex-echo; do
+for r in amf0-echo flex-echo slow-block; do
   build/bench/codec/amfdump --encode --packet "tests/bench/load/$r.json" >"$work/$r.amf"
 done
 cat >"$work/amfgate.json" <<JSON
@@ -31,6 +35,9 @@ cat >"$work/amfgate-redis.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18483}, "threads": 2, "log": {"access": false},
  "sessions": {"store": "redis", "redis": {"port": 18482}}}
 JSON
+cat >"$work/test-daemon.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18484}, "threads": 2}
+JSON
 redis-server --port 18482 --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
   >"$work/redis.log" & redis=$!
 build/bench/tests/bench/bare_server 18480 2 & bare=$!
@@ -38,7 +45,9 @@ build/bench/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & 
 sleep 0.5
 build/bench/server/amfgate --config "$work/amfgate-redis.json" >"$work/amfgate-redis.log" &
 gate_redis=$!
-pids=("$bare" "$gate" "$gate_redis" "$redis")
+build/bench/tests/amfgate_test_daemon --config "$work/test-daemon.json" >"$work/test-daemon.log" &
+slow=$!
+pids=("$bare" "$gate" "$gate_redis" "$redis" "$slow")
 sleep 1
 session=0123456789abcdef0123456789abcdef
 redis-cli -p 18482 SET "amfgate:session:$session" \
@@ -63,6 +72,13 @@ for r in $(seq "$rounds"); do
   run redis-anon "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf"
   run redis-sess "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf" \
     "AMFGATESESSIONID=$session"
+  run slow-quiet "$slow" http://127.0.0.1:18484/gateway "$work/amf0-echo.amf"
+  AMF_BODY="$work/slow-block.amf" timeout $((seconds + 3)) wrk -t1 -c16 -d"$((seconds + 2))s" \
+    -s tests/bench/load/post.lua http://127.0.0.1:18484/gateway >"$work/blockers.txt" &
+  blockers=$!
+  sleep 1
+  run slow-busy "$slow" http://127.0.0.1:18484/gateway "$work/amf0-echo.amf"
+  wait "$blockers" || true
 done >"$work/results"
 
 # Medians per case, and ratios to the ceiling's medians.
@@ -78,8 +94,8 @@ awk -v rounds="$rounds" '
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
     printf "%-10s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling amf0-echo flex-echo redis-anon redis-sess", names, " ")
-    for (k = 1; k <= 5; k++) {
+    split("ceiling amf0-echo flex-echo redis-anon redis-sess slow-quiet slow-busy", names, " ")
+    for (k = 1; k <= 7; k++) {
       n = names[k]
       printf "%-10s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
