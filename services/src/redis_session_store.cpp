@@ -133,6 +133,16 @@ struct redis_session_store::impl {
 
   std::string where() const { return "redis " + opt.host + ":" + std::to_string(opt.port); }
 
+  /// SET of a session with its expiry; `condition` NX (a new one) or XX (an existing one).
+  std::vector<std::string> set(const session& s, const char* condition) const {
+    return {"SET",
+            opt.key_prefix + s.id,
+            session_to_json(s),
+            "PX",
+            std::to_string(opt.idle_timeout.count()),
+            condition};
+  }
+
   /// Sends `args`; the awaiting coroutine resumes on its own executor with the reply.
   net::awaitable<redis_value> command(std::vector<std::string> args) {
     return net::async_initiate<const net::use_awaitable_t<>, void(std::exception_ptr, redis_value)>(
@@ -347,25 +357,13 @@ net::awaitable<std::optional<session>> redis_session_store::async_find(std::stri
 net::awaitable<session> redis_session_store::async_create() {
   session s;
   s.id = random_id();
-  std::vector<std::string> args{"SET",
-                                impl_->opt.key_prefix + s.id,
-                                session_to_json(s),
-                                "PX",
-                                std::to_string(impl_->opt.idle_timeout.count()),
-                                "NX"};
-  co_await impl_->command(std::move(args));
+  co_await impl_->command(impl_->set(s, "NX"));
   co_return s;
 }
 
 net::awaitable<void> redis_session_store::async_save(session s) {
   // XX: a session removed meanwhile (a logout through another instance) stays removed.
-  std::vector<std::string> args{"SET",
-                                impl_->opt.key_prefix + s.id,
-                                session_to_json(s),
-                                "PX",
-                                std::to_string(impl_->opt.idle_timeout.count()),
-                                "XX"};
-  co_await impl_->command(std::move(args));
+  co_await impl_->command(impl_->set(s, "XX"));
 }
 
 net::awaitable<void> redis_session_store::async_remove(std::string id) {
