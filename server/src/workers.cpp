@@ -24,11 +24,14 @@ worker_pool::stats worker_pool::snapshot() const noexcept {
 }
 
 void worker_pool::reserve() {
-  if (queued_.fetch_add(1) >= max_queue_) {
-    queued_.fetch_sub(1);
+  // Counted against workers and queue together: a burst that idle workers are about to take
+  // is not refused for a queue that only looks full for an instant.
+  if (outstanding_.fetch_add(1) >= threads_ + max_queue_) {
+    outstanding_.fetch_sub(1);
     throw pool_full("all " + std::to_string(threads_) + " workers are busy and " +
                     std::to_string(max_queue_) + " calls wait for one");
   }
+  queued_.fetch_add(1);
 }
 
 void worker_pool::start(std::shared_ptr<job_base> j) {
@@ -39,10 +42,14 @@ void worker_pool::start(std::shared_ptr<job_base> j) {
     (void)niced;
     queued_.fetch_sub(1);
     int expected = job_base::queued;
-    if (!j->state.compare_exchange_strong(expected, job_base::running)) return;  // abandoned
+    if (!j->state.compare_exchange_strong(expected, job_base::running)) {  // abandoned
+      outstanding_.fetch_sub(1);
+      return;
+    }
     busy_.fetch_add(1);
     j->fn(j->abandoned_flag);
     busy_.fetch_sub(1);
+    outstanding_.fetch_sub(1);
     expected = job_base::running;
     if (j->state.compare_exchange_strong(expected, job_base::done)) j->complete(false);
     // else: the caller stopped waiting while this ran; what it produced is dropped here

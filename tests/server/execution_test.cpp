@@ -110,7 +110,8 @@ class Execution : public ::testing::Test {
   static void SetUpTestSuite() {
     d_ = new daemon(
         "\"workers\": {\"threads\": 32, \"max_queue\": 8}, \"log\": {\"level\": \"info\"}, "
-        "\"limits\": {\"call_timeouts\": {\"Slow.wait\": 1000, \"Slow.block\": 1000, "
+        "\"limits\": {\"call_timeouts\": {\"Slow.wait\": 1000, \"Slow.block\": 2500, "
+        "\"Slow.hold\": 0, "
         "\"Upstream\": 2000}}",
         AMFGATE_TEST_DAEMON);
   }
@@ -144,29 +145,32 @@ TEST_F(Execution, TheThreeFormsAnswer) {
   EXPECT_EQ(p.bodies[0].val.as_string(), "ok\n");
 }
 
-// 32 handlers block for 300 ms on 32 workers while 8 more wait: echo on other connections
-// stays fast, and one more slow call is refused at once with 503 and Retry-After.
+// 32 handlers hold their workers (until released) while 8 more wait: echo on other
+// connections stays fast, and one more call is refused at once with 503 and Retry-After.
 TEST_F(Execution, BlockingHandlersHoldNoIoThreadAndAFullQueueIs503) {
-  amf::document doc;
-  std::vector<std::future<answer>> slow;
+  std::vector<std::future<answer>> held;
   for (int i = 0; i < 40; ++i) {
-    slow.push_back(std::async(std::launch::async,
-                              [] { return call(*d_, "Slow.block", {amf::value::integer(300)}); }));
+    held.push_back(std::async(std::launch::async, [] { return call(*d_, "Slow.hold", {}); }));
   }
-  const auto until = clock::now() + std::chrono::seconds(5);
-  while (metric(*d_, "amfgate_worker_queue_depth") < 8 && clock::now() < until) {
+  const auto until = clock::now() + std::chrono::seconds(10);
+  while (
+      (metric(*d_, "amfgate_worker_queue_depth") < 8 || metric(*d_, "amfgate_workers_busy") < 32) &&
+      clock::now() < until) {
     std::this_thread::sleep_for(milliseconds(5));
   }
   ASSERT_EQ(metric(*d_, "amfgate_workers_busy"), 32);
+  ASSERT_EQ(metric(*d_, "amfgate_worker_queue_depth"), 8);
   const auto t = clock::now();
-  const auto refused = call(*d_, "Slow.block", {amf::value::integer(300)});
+  const auto refused = call(*d_, "Slow.hold", {});
   EXPECT_EQ(refused.status, 503u);
   EXPECT_EQ(refused.retry_after, "1");
   EXPECT_LT(ms_since(t), 100);
-  const auto echo = echo_latencies(*d_, [&] {
-    return slow.back().wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-  });
-  for (auto& f : slow) EXPECT_EQ(f.get().number, 300);
+  const auto echo = echo_latencies(*d_, [&] { return ms_since(t) < 500; });
+  EXPECT_EQ(metric(*d_, "amfgate_workers_busy"), 32);  // held all along
+  call(*d_, "Slow.release", {});                       // the 32, then the 8 behind them
+  std::this_thread::sleep_for(milliseconds(200));
+  call(*d_, "Slow.release", {});
+  for (auto& f : held) EXPECT_EQ(f.get().target, "/1/onResult");
   EXPECT_LT(percentile(echo, 0.99), 20) << echo.size() << " echo calls";
   EXPECT_GE(metric(*d_, "amfgate_busy_refusals_total"), 1);
 }
@@ -205,14 +209,19 @@ TEST_F(Execution, CoroutinesWaitWithoutThreads) {
 
 TEST_F(Execution, DeadlinesAnswerServerTimeoutForBothKinds) {
   const double before = metric(*d_, "amfgate_call_timeouts_total");
-  for (const char* target : {"Slow.wait", "Slow.block"}) {
+  struct {
+    const char* target;
+    int timeout_ms;
+  } const calls[] = {{"Slow.wait", 1000}, {"Slow.block", 2500}};
+  for (const auto& c : calls) {
     const auto t = clock::now();
-    const auto a = call(*d_, target, {amf::value::integer(2000)});
-    EXPECT_EQ(a.target, "/1/onStatus") << target;
+    const auto a = call(*d_, c.target, {amf::value::integer(2 * c.timeout_ms)});
+    EXPECT_EQ(a.target, "/1/onStatus") << c.target;
     EXPECT_EQ(a.code, "Server.Timeout");
-    EXPECT_EQ(a.description, std::string(target) + " did not answer within 1000 ms");
-    EXPECT_GE(ms_since(t), 950);
-    EXPECT_LT(ms_since(t), 1800);
+    EXPECT_EQ(a.description, std::string(c.target) + " did not answer within " +
+                                 std::to_string(c.timeout_ms) + " ms");
+    EXPECT_GE(ms_since(t), c.timeout_ms - 50);
+    EXPECT_LT(ms_since(t), c.timeout_ms + 800);
   }
   EXPECT_EQ(metric(*d_, "amfgate_call_timeouts_total"), before + 2);
   const auto c = counters(*d_);

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "../../services/examples/waiting_services.hpp"
@@ -14,6 +16,14 @@ namespace net = boost::asio;
 using amfgate::services::call_context;
 using amfgate::services::execution;
 
+// Slow.hold blocks its worker until Slow.release (at most 10 s): a pool kept busy for as
+// long as a test needs, whatever the machine's speed.
+struct gate {
+  std::mutex mutex;
+  std::condition_variable opened;
+  std::uint64_t generation = 0;
+};
+
 struct counters {
   std::atomic<std::int32_t> started{0}, finished{0}, cancelled{0}, late{0};
 };
@@ -23,6 +33,7 @@ struct counters {
 int main(int argc, char** argv) {
   static examples::inventory stock(":memory:");
   static counters count;
+  static gate held;
   return amfgate::run(
       argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config&) {
         examples::bind_waiting_examples(r, stock);
@@ -34,6 +45,20 @@ int main(int argc, char** argv) {
           ++count.finished;
           return ms;
         });
+        r.bind("Slow", "hold", [] {
+          std::unique_lock lock(held.mutex);
+          const auto generation = held.generation;
+          return held.opened.wait_for(lock, std::chrono::seconds(10),
+                                      [&] { return held.generation != generation; });
+        });
+        r.bind(
+            "Slow", "release",
+            [] {
+              std::lock_guard lock(held.mutex);
+              ++held.generation;
+              held.opened.notify_all();
+            },
+            execution::inline_);
         // Awaits a timer for `ms`; counts the waits that were cancelled.
         r.bind("Slow", "wait", [](std::int32_t ms) -> net::awaitable<std::int32_t> {
           ++count.started;

@@ -4,8 +4,8 @@
 //   amf::value v = co_await pool.run([&] { return handler(...); });
 //
 // `run` suspends the calling coroutine until a worker has run the job, and resumes it on its
-// own executor with the job's result (or exception). Backpressure is explicit: when
-// `max_queue` jobs already wait for a worker, `run` throws `pool_full` before queueing
+// own executor with the job's result (or exception). Backpressure is explicit: when every
+// worker has a job and `max_queue` more wait, `run` throws `pool_full` before queueing
 // anything. Cancellation (the caller's cancellation slot: a deadline raced with `||`, a client
 // that went away) resumes the caller at once with `operation_aborted`; a job that has not
 // started is then skipped, and one that is running finishes on its worker with its result
@@ -149,6 +149,7 @@ class worker_pool {
   unsigned threads_;
   std::size_t max_queue_;
   std::atomic<std::size_t> queued_{0}, busy_{0};
+  std::atomic<std::size_t> outstanding_{0};  // queued or running: at most threads + max_queue
   boost::asio::thread_pool pool_;
 };
 
