@@ -47,10 +47,9 @@ std::string glob_prefix(const std::string& prefix) {
 struct redis_value {
   int type = REDIS_REPLY_NIL;
   std::string str;
-  long long integer = 0;
   std::vector<redis_value> elements;
 
-  explicit redis_value(const redisReply& r) : type(r.type), integer(r.integer) {
+  explicit redis_value(const redisReply& r) : type(r.type) {
     if (r.str) str.assign(r.str, r.len);
     for (std::size_t i = 0; i < r.elements; ++i) elements.emplace_back(*r.element[i]);
   }
