@@ -18,6 +18,7 @@ void writer::reset_tables() {
   amf0_refs_.clear();
   objects_.clear();
   strings_.clear();
+  string_views_.clear();
   traits_.clear();
   amf0_count_ = object_count_ = string_count_ = traits_count_ = 0;
   last_traits_ = nullptr;
@@ -46,7 +47,15 @@ void writer::string3(std::string_view s) {
     u8(0x01);
     return;
   }
-  if (auto i = strings_.find_or_insert(s, string_count_); i != strings_.npos) {
+  // Hashing the content costs its length: done once per distinct view, so that encoding costs
+  // the bytes written, however often a long string is referenced.
+  const view_identity where{s.data(), s.size()};
+  auto i = string_views_.find_or_insert(where, string_count_);
+  if (i == string_views_.npos) {
+    i = strings_.find_or_insert(s, string_count_);
+    if (i != strings_.npos) string_views_.assign(where, i);  // the same text seen elsewhere
+  }
+  if (i != strings_.npos) {
     u29(i << 1);
     return;
   }
@@ -99,6 +108,7 @@ void writer::amf0_members(const object_node& o) {
 }
 
 void writer::amf0(const value& v, bool arguments) {
+  check_limit();
   if (v.has_flag(value::avmplus)) {
     u8(0x11);
     amf3(v);
@@ -233,6 +243,7 @@ void writer::amf3_traits(const traits* t) {
 }
 
 void writer::amf3(const value& v) {
+  check_limit();
   switch (v.kind()) {
     case type::undefined:
     case type::unsupported:

@@ -64,6 +64,11 @@ packet decode_packet(std::span<const std::byte> in, document& doc, const decode_
 }
 
 void encode_packet(const packet& p, std::string& out, length_fields lengths) {
+  encode_packet(p, out, lengths, static_cast<std::size_t>(-1), nullptr);
+}
+
+void encode_packet(const packet& p, std::string& out, length_fields lengths, std::size_t max_bytes,
+                   const std::function<body(std::size_t)>& oversize) {
   detail::writer w(out);
   w.u16(p.version);
   // Writes a length placeholder, the value, then the real length over the placeholder.
@@ -78,6 +83,11 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths) {
         out[at + static_cast<std::size_t>(i)] = static_cast<char>(n >> (24 - 8 * i));
     }
   };
+  auto write_body = [&](const body& b) {
+    w.utf8_u16(b.target);
+    w.utf8_u16(b.response);
+    value_with_length(b.length, b.val, b.is_request());
+  };
   w.u16(static_cast<unsigned>(p.headers.size()));
   for (const auto& h : p.headers) {
     w.utf8_u16(h.name);
@@ -85,10 +95,24 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths) {
     value_with_length(h.length, h.val, false);
   }
   w.u16(static_cast<unsigned>(p.bodies.size()));
-  for (const auto& b : p.bodies) {
-    w.utf8_u16(b.target);
-    w.utf8_u16(b.response);
-    value_with_length(b.length, b.val, b.is_request());
+  std::size_t wasted = 0;
+  for (std::size_t i = 0; i < p.bodies.size(); ++i) {
+    const std::size_t at = out.size();
+    if (oversize && wasted < max_bytes) {
+      try {
+        w.limit(max_bytes);
+        write_body(p.bodies[i]);
+        continue;
+      } catch (const detail::limit_reached&) {
+        wasted += out.size() - at;
+        out.resize(at);
+      }
+    } else if (!oversize) {
+      write_body(p.bodies[i]);
+      continue;
+    }
+    w.limit(static_cast<std::size_t>(-1));
+    write_body(oversize(i));
   }
 }
 

@@ -1,6 +1,7 @@
 // Internal: the AMF0/AMF3 writer behind `encoder` and `encode_packet`.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +30,12 @@ class index_map {
     slots_[i] = {k, index};
     ++size_;
     return npos;
+  }
+  /// Gives `k`, which is present, the index `index`.
+  void assign(const Key& k, std::uint32_t index) {
+    std::size_t i = Hash{}(k)&mask_;
+    while (!Eq{}(slots_[i].key, k)) i = (i + 1) & mask_;
+    slots_[i].index = index;
   }
   void clear() {
     slots_.clear();
@@ -66,6 +73,19 @@ struct pointer_hash {
   }
 };
 
+/// A string by where it lies, not what it says: the decoder hands out one view for every
+/// reference to a string, so a string referenced a million times is hashed once.
+struct view_identity {
+  const char* data = nullptr;
+  std::size_t size = 0;
+  bool operator==(const view_identity&) const = default;
+};
+struct identity_hash {
+  std::size_t operator()(const view_identity& v) const noexcept {
+    return pointer_hash{}(v.data) ^ (v.size * 0xC2B2AE3D27D4EB4Full);
+  }
+};
+
 struct traits_hash {
   std::size_t operator()(const traits* t) const noexcept;
 };
@@ -75,9 +95,16 @@ struct traits_eq {
   }
 };
 
+/// Thrown by a writer whose output would pass its limit.
+struct limit_reached {};
+
 class writer {
  public:
   explicit writer(std::string& out) : out_(out) {}
+
+  /// From now on, throws `limit_reached` rather than let the output pass `max_bytes` (checked
+  /// at each value and each run of bytes, so it may pass it by a few bytes).
+  void limit(std::size_t max_bytes) { limit_ = max_bytes; }
 
   void amf0(const value& v, bool arguments = false);
   void amf3(const value& v);
@@ -99,7 +126,13 @@ class writer {
     u32(static_cast<std::uint32_t>(u >> 32));
     u32(static_cast<std::uint32_t>(u));
   }
-  void raw(std::string_view s) { out_.append(s); }
+  void raw(std::string_view s) {
+    if (s.size() > limit_ - std::min(limit_, out_.size())) throw limit_reached{};
+    out_.append(s);
+  }
+  void check_limit() const {
+    if (out_.size() > limit_) throw limit_reached{};
+  }
   /// AMF0 UTF-8 with a u16 length (cut at 65535 bytes: AMF0 cannot say more).
   void utf8_u16(std::string_view s) {
     if (s.size() > 0xFFFF) s = s.substr(0, 0xFFFF);
@@ -120,8 +153,10 @@ class writer {
   void op(const external_op& op);
 
   std::string& out_;
+  std::size_t limit_ = static_cast<std::size_t>(-1);
   index_map<const void*, pointer_hash> amf0_refs_, objects_;
   index_map<std::string_view, std::hash<std::string_view>> strings_;
+  index_map<view_identity, identity_hash> string_views_;  ///< checked before `strings_`
   index_map<const traits*, traits_hash, traits_eq> traits_;
   std::uint32_t amf0_count_ = 0, object_count_ = 0, string_count_ = 0, traits_count_ = 0;
   const traits* last_traits_ = nullptr;

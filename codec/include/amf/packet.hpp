@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory_resource>
 #include <span>
 #include <string>
@@ -57,5 +58,12 @@ enum class length_fields {
 
 void encode_packet(const packet& p, std::string& out,
                    length_fields lengths = length_fields::computed);
+
+/// A reply bounded in size: a body that would take `out` past `max_bytes` is written as
+/// `oversize(index of the body)` instead (a fault, say), which is not bounded. Encoding stops
+/// as soon as a body passes the bound, and once as many bytes as the bound have been thrown
+/// away, every later body is `oversize` untried: the work is linear in `max_bytes`.
+void encode_packet(const packet& p, std::string& out, length_fields lengths, std::size_t max_bytes,
+                   const std::function<body(std::size_t)>& oversize);
 
 }  // namespace amf
