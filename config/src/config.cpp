@@ -147,23 +147,32 @@ void apply(walker& w, const json& j, gateway_config& c) {
           {"limits",
            [&](const json& v, const std::string& p) {
              auto& l = c.limits;
-             w.object(v, p,
-                      {{"max_body_bytes", w.integer(l.max_body_bytes, 1, std::uint64_t{1} << 32)},
-                       {"max_header_bytes", w.integer(l.max_header_bytes, 1024, 1 << 20)},
-                       {"max_connections", w.integer(l.max_connections, 1, 1'000'000)},
-                       {"header_timeout_ms", w.millis(l.header_timeout)},
-                       {"read_timeout_ms", w.millis(l.read_timeout)},
-                       {"idle_timeout_ms", w.millis(l.idle_timeout)},
-                       {"max_depth", w.integer(l.max_depth, 1, 4096)},
-                       {"call_timeout_ms", w.millis(l.call_timeout)},
-                       {"call_timeouts", [&](const json& t, const std::string& tp) {
-                          if (!t.is_object()) {
-                            return w.fail(tp, "an object of \"Service[.method]\": milliseconds", t);
-                          }
-                          for (const auto& [target, ms] : t.items()) {
-                            w.millis(l.call_timeouts[target])(ms, tp + "/" + target);
-                          }
-                        }}});
+             w.object(
+                 v, p,
+                 {{"max_body_bytes", w.integer(l.max_body_bytes, 1, std::uint64_t{1} << 32)},
+                  {"max_header_bytes", w.integer(l.max_header_bytes, 1024, 1 << 20)},
+                  {"max_connections", w.integer(l.max_connections, 1, 1'000'000)},
+                  {"max_connections_per_client",
+                   w.integer(l.max_connections_per_client, 0, 1'000'000)},
+                  {"max_requests_per_client", w.integer(l.max_requests_per_client, 0, 1'000'000)},
+                  {"max_inflight_bytes",
+                   w.integer(l.max_inflight_bytes, 1 << 20, std::uint64_t{1} << 40)},
+                  {"max_response_bytes",
+                   w.integer(l.max_response_bytes, 1024, std::uint64_t{1} << 32)},
+                  {"max_credential_bytes", w.integer(l.max_credential_bytes, 16, 65536)},
+                  {"header_timeout_ms", w.millis(l.header_timeout)},
+                  {"read_timeout_ms", w.millis(l.read_timeout)},
+                  {"idle_timeout_ms", w.millis(l.idle_timeout)},
+                  {"max_depth", w.integer(l.max_depth, 1, 4096)},
+                  {"call_timeout_ms", w.millis(l.call_timeout)},
+                  {"call_timeouts", [&](const json& t, const std::string& tp) {
+                     if (!t.is_object()) {
+                       return w.fail(tp, "an object of \"Service[.method]\": milliseconds", t);
+                     }
+                     for (const auto& [target, ms] : t.items()) {
+                       w.millis(l.call_timeouts[target])(ms, tp + "/" + target);
+                     }
+                   }}});
            }},
           {"workers",
            [&](const json& v, const std::string& p) {
@@ -221,22 +230,34 @@ void apply(walker& w, const json& j, gateway_config& c) {
           {"sessions",
            [&](const json& v, const std::string& p) {
              auto& s = c.sessions;
-             w.object(v, p,
-                      {{"store", w.one_of(s.store, {"memory", "redis"})},
-                       {"max_sessions", w.integer(s.max_sessions, 1, 100'000'000)},
-                       {"idle_timeout_ms", w.millis(s.idle_timeout)},
-                       {"cookie", w.string(s.cookie)},
-                       {"redis", [&](const json& r, const std::string& rp) {
-                          auto& x = s.redis;
-                          w.object(r, rp,
-                                   {{"host", w.string(x.host)},
-                                    {"port", w.integer(x.port, 1, 65535)},
-                                    {"password", w.string(x.password)},
-                                    {"db", w.integer(x.db, 0, 15)},
-                                    {"key_prefix", w.string(x.key_prefix)},
-                                    {"connect_timeout_ms", w.millis(x.connect_timeout)},
-                                    {"command_timeout_ms", w.millis(x.command_timeout)}});
-                        }}});
+             w.object(
+                 v, p,
+                 {{"store", w.one_of(s.store, {"memory", "redis"})},
+                  {"max_sessions", w.integer(s.max_sessions, 1, 100'000'000)},
+                  {"idle_timeout_ms", w.millis(s.idle_timeout)},
+                  {"cookie", w.string(s.cookie)},
+                  {"cookie_secure", w.boolean(s.cookie_secure)},
+                  {"cookie_same_site", w.one_of(s.cookie_same_site, {"Strict", "Lax", "None"})},
+                  {"redis", [&](const json& r, const std::string& rp) {
+                     auto& x = s.redis;
+                     w.object(r, rp,
+                              {{"host", w.string(x.host)},
+                               {"port", w.integer(x.port, 1, 65535)},
+                               {"password", w.string(x.password)},
+                               {"db", w.integer(x.db, 0, 15)},
+                               {"key_prefix", w.string(x.key_prefix)},
+                               {"connect_timeout_ms", w.millis(x.connect_timeout)},
+                               {"command_timeout_ms", w.millis(x.command_timeout)}});
+                   }}});
+             if (s.cookie_same_site == "None" && !s.cookie_secure) {
+               w.errors.push_back(p +
+                                  "/cookie_same_site: \"None\" requires \"cookie_secure\": true "
+                                  "(browsers drop a SameSite=None cookie that is not Secure)");
+             }
+             if (s.cookie.empty() || s.cookie.find_first_of(" ;=,\"\t") != std::string::npos) {
+               w.fail(p + "/cookie", "a cookie name (no spaces, ';', '=', ',' or quotes)",
+                      s.cookie);
+             }
            }},
           {"small_messages", w.boolean(c.small_messages)},
           {"users",
@@ -309,6 +330,11 @@ json to_json(const gateway_config& c) {
        {{"max_body_bytes", c.limits.max_body_bytes},
         {"max_header_bytes", c.limits.max_header_bytes},
         {"max_connections", c.limits.max_connections},
+        {"max_connections_per_client", c.limits.max_connections_per_client},
+        {"max_requests_per_client", c.limits.max_requests_per_client},
+        {"max_inflight_bytes", c.limits.max_inflight_bytes},
+        {"max_response_bytes", c.limits.max_response_bytes},
+        {"max_credential_bytes", c.limits.max_credential_bytes},
         {"header_timeout_ms", c.limits.header_timeout.count()},
         {"read_timeout_ms", c.limits.read_timeout.count()},
         {"idle_timeout_ms", c.limits.idle_timeout.count()},
@@ -327,6 +353,8 @@ json to_json(const gateway_config& c) {
         {"max_sessions", c.sessions.max_sessions},
         {"idle_timeout_ms", c.sessions.idle_timeout.count()},
         {"cookie", c.sessions.cookie},
+        {"cookie_secure", c.sessions.cookie_secure},
+        {"cookie_same_site", c.sessions.cookie_same_site},
         {"redis",
          {{"host", c.sessions.redis.host},
           {"port", c.sessions.redis.port},

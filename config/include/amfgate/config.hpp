@@ -26,6 +26,21 @@ struct limit_settings {
   std::size_t max_body_bytes = std::size_t{16} << 20;
   std::size_t max_header_bytes = 16 * 1024;
   std::size_t max_connections = 1024;
+  /// Connections from one client address; past it (or `max_connections`) new ones get 503
+  /// "too many connections" and are closed. Loopback may still open a few for /healthz.
+  /// 0 = no limit per address (behind a proxy every client has the proxy's address).
+  std::size_t max_connections_per_client = 128;
+  /// Requests of one client address being handled at once (over all its connections);
+  /// past it 503 with Retry-After. 0 = no limit.
+  std::size_t max_requests_per_client = 64;
+  /// Bytes held by all requests in flight: bodies, their decoded values, and replies. A
+  /// request that would pass it gets 503 with Retry-After.
+  std::size_t max_inflight_bytes = std::size_t{512} << 20;
+  /// The encoded size of one reply; past it the call is answered with Server.ResponseTooLarge.
+  std::size_t max_response_bytes = std::size_t{64} << 20;
+  /// User names and passwords longer than this are refused before they are hashed, logged
+  /// or quoted.
+  std::size_t max_credential_bytes = 256;
   milliseconds header_timeout{10'000};  ///< to receive a request's headers
   milliseconds read_timeout{30'000};    ///< to receive its body
   milliseconds idle_timeout{60'000};    ///< keep-alive connection with no request
@@ -84,6 +99,8 @@ struct session_settings {
   std::size_t max_sessions = 10'000;  ///< memory store only
   milliseconds idle_timeout{30 * 60'000};
   std::string cookie = "AMFGATESESSIONID";
+  bool cookie_secure = false;            ///< the cookie's Secure attribute (HTTPS only)
+  std::string cookie_same_site = "Lax";  ///< Strict, Lax or None (None requires Secure)
   redis_settings redis;
 };
 
