@@ -8,16 +8,26 @@
 
 namespace amfgate::services {
 
+namespace {
+
+// `password` hashed with the algorithm, cost and salt that `setting` names (a salt from
+// crypt_gensalt, or a whole hash).
+std::string hash_with(std::string_view password, const char* setting) {
+  auto data = std::make_unique<crypt_data>();
+  const std::string pw(password);
+  const char* h = crypt_rn(pw.c_str(), setting, data.get(), sizeof(crypt_data));
+  if (!h || h[0] == '*') throw std::runtime_error("crypt: hashing failed");
+  return h;
+}
+
+}  // namespace
+
 std::string hash_password(std::string_view password) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
   if (!crypt_gensalt_rn("$y$", 0, nullptr, 0, salt, sizeof salt)) {
     throw std::runtime_error("crypt_gensalt: no yescrypt salt");
   }
-  auto data = std::make_unique<crypt_data>();
-  const std::string pw(password);
-  const char* h = crypt_rn(pw.c_str(), salt, data.get(), sizeof(crypt_data));
-  if (!h || h[0] == '*') throw std::runtime_error("crypt: hashing failed");
-  return h;
+  return hash_with(password, salt);
 }
 
 bool verify_password(std::string_view password, const std::string& hash) {
@@ -32,17 +42,22 @@ bool verify_password(std::string_view password, const std::string& hash) {
   return diff == 0;
 }
 
+// An unknown user is checked against a decoy hashed like the first configured user's hash
+// (same algorithm and cost), so that timing does not tell a known name from an unknown one.
+user_table::user_table(std::vector<user_record> users)
+    : users_(std::move(users)),
+      decoy_(users_.empty() ? hash_password("decoy password")
+                            : hash_with("decoy password", users_.front().password_hash.c_str())) {}
+
 std::optional<principal> user_table::authenticate(std::string_view user,
                                                   std::string_view password) const {
-  // An unknown user is checked against a fixed hash, so that timing does not tell.
-  static const std::string decoy = hash_password("decoy password");
   for (const auto& u : users_) {
     if (u.name == user) {
       if (!verify_password(password, u.password_hash)) return std::nullopt;
       return principal{u.name, u.roles};
     }
   }
-  verify_password(password, decoy);
+  verify_password(password, decoy_);
   return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 #include "amfgate/services/builtin.hpp"
 
+#include "amfgate/services/quote.hpp"
+
 namespace amfgate::services {
 
 std::vector<amf::op_spec> red5_externalizable_layout() {
@@ -68,7 +70,7 @@ void add_introspection_service(registry& r) {
         for (const auto& s : r.describe()) {
           if (s.name == name) return describe_one(ctx.doc, s);
         }
-        throw fault("Server.ResourceNotFound", "no service named " + name);
+        throw fault("Server.ResourceNotFound", "no service named " + quoted(name));
       },
       execution::inline_);
 }

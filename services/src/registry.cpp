@@ -1,5 +1,7 @@
 #include "amfgate/services/registry.hpp"
 
+#include "amfgate/services/quote.hpp"
+
 namespace amfgate::services {
 
 amf::value call_context::header(std::string_view name) const {
@@ -16,7 +18,7 @@ namespace detail {
 namespace {
 std::string describe(const amf::value& v) {
   std::string s(amf::type_name(v.kind()));
-  if (auto* o = v.as_object(); o && !o->cls->alias.empty()) s += " " + std::string(o->cls->alias);
+  if (auto* o = v.as_object(); o && !o->cls->alias.empty()) s += " " + quoted(o->cls->alias);
   return s;
 }
 }  // namespace

@@ -33,15 +33,18 @@ struct user_record {
 };
 
 /// Users with salted password hashes, checked with crypt(3) (libcrypt: yescrypt, SHA-512).
-/// An unknown user costs as much time as a wrong password.
+/// An unknown user costs as much time as a wrong password (of the first user: configure every
+/// user with the same algorithm and cost).
 class user_table : public authenticator {
  public:
-  explicit user_table(std::vector<user_record> users) : users_(std::move(users)) {}
+  /// Throws std::runtime_error when the first user's hash is not one crypt(3) can use.
+  explicit user_table(std::vector<user_record> users);
   std::optional<principal> authenticate(std::string_view user,
                                         std::string_view password) const override;
 
  private:
   std::vector<user_record> users_;
+  std::string decoy_;
 };
 
 /// A new yescrypt hash of `password` with a random salt ("$y$...").
