@@ -10,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 
+#include "amfgate/services/quote.hpp"
+
 namespace amfgate::server {
 
 namespace net = boost::asio;
@@ -26,8 +28,8 @@ struct gateway::request {
   std::vector<std::shared_ptr<amf::document>> results;  ///< pool calls' results, until encoded
   std::optional<services::session> sess;
   std::optional<services::principal> user;
-  std::string refused_user;                           ///< a Credentials header that did not log in
-  std::chrono::steady_clock::duration retry_login{};  ///< refused unchecked: too many failures
+  std::optional<fault> login_refused;  ///< why a login of this request did not log in
+  bool password_checked = false;       ///< a request checks one password at most
   bool session_dirty = false;
   std::string store_error;  ///< why the session store could not be used, if it could not
   bool ran = false;         ///< a message has reached its handler
@@ -72,6 +74,43 @@ fault store_fault(const std::string& why) {
   return fault("Server.Session.Unavailable",
                "the session store is unreachable (" + why +
                    "); logins and calls that need one fail until it is back");
+}
+
+// A NetConnection call's fault: the object of its onStatus answer.
+amf::value status_object(amf::document& doc, const fault& f) {
+  amf::object_node* o = doc.object();
+  o->dynamic.push_back({"level", doc.string("error")});
+  o->dynamic.push_back({"code", doc.string(f.code())});
+  o->dynamic.push_back({"type", doc.string(f.code())});
+  o->dynamic.push_back({"description", doc.string(f.what())});
+  o->dynamic.push_back({"details", doc.string(f.detail())});
+  return amf::value::of(o);
+}
+
+// A Flex call's fault: the ErrorMessage answering `in` (when it was a Flex message at all).
+amf::value error_message(amf::document& doc, const std::optional<amf::flex::message>& in,
+                         const fault& f, std::string_view message_id) {
+  amf::flex::message e;
+  e.kind = amf::flex::kind::error;
+  if (in) {
+    e.correlation_id = in->message_id;
+    e.client_id = in->client_id;
+    e.destination = in->destination;
+  }
+  e.message_id = message_id;
+  e.timestamp = now_ms();
+  e.fault_code = f.code();
+  e.fault_string = f.what();
+  e.fault_detail = f.detail();
+  return amf::flex::make(doc, e);
+}
+
+// The Flex message of a request body: inside an argument array, or (some clients) bare.
+amf::value flex_body(const amf::value& v) {
+  if (auto* a = v.as_array(); a && v.kind() == amf::type::array && a->dense.size() == 1) {
+    return a->dense[0];
+  }
+  return v;
 }
 
 std::string_view text(const amf::value* v) {
@@ -193,7 +232,9 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
                         text(c->find("password")) != text(credentials->find("password")))) {
       log_->info("{}: several different Credentials headers in one request: none is checked",
                  ex.client_address);
-      rq->refused_user = text(credentials->find("userid"));
+      rq->login_refused = fault("Client.Authentication",
+                                "several different Credentials headers in one request; none "
+                                "was checked");
       credentials = nullptr;
       break;
     }
@@ -214,12 +255,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     amf::value reply;
     std::string_view response_uri;  // BlazeDS answers Flex with "", PyAMF/Flash use "null"
     if (b.target == "null") {
-      // Flex: one message per body, inside an argument array or (some clients) bare.
-      amf::value msg = b.val;
-      if (auto* a = msg.as_array(); a && msg.kind() == amf::type::array && a->dense.size() == 1) {
-        msg = a->dense[0];
-      }
-      reply = (co_await flex_message(rq, msg, failed)).with_flags(amf::value::avmplus);
+      reply = (co_await flex_message(rq, flex_body(b.val), failed)).with_flags(amf::value::avmplus);
     } else {
       reply = co_await call_netconnection(rq, b, failed);
       response_uri = "null";
@@ -242,30 +278,51 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   }
   // Every length field says "unknown" (ff ff ff ff), as Flash Player's servers (BlazeDS, Red5)
   // answer; clients never read them.
-  amf::encode_packet(out, ex.body, amf::length_fields::as_given);
-}
-
-net::awaitable<bool> gateway::open_session(request_ptr rq) {
-  if (rq->sess) co_return true;
-  try {
-    rq->sess = co_await sessions_.async_create();
-  } catch (const services::store_unavailable& e) {
-    rq->store_error = e.what();
-    co_return false;
-  }
-  rq->ex.new_session_id = rq->sess->id;
-  co_return true;
+  const auto max = cfg_.limits.max_response_bytes;
+  auto too_large = [&](std::size_t i) {
+    const fault f("Server.ResponseTooLarge",
+                  "the answer is larger than the gateway sends (limits.max_response_bytes: " +
+                      std::to_string(max) + " bytes)");
+    const amf::body& call = rq->packet.bodies[i];
+    log_->warn("{}: the answer to body {} ({}) is over {} bytes: answered with a fault",
+               ex.client_address, i + 1, services::quoted(call.target), max);
+    ++ex.faults;
+    amf::body b = out.bodies[i];
+    b.target = rq->doc.copy(std::string(call.response) + "/onStatus");
+    if (call.target == "null") {
+      const auto in = amf::flex::read(flex_body(call.val), rq->doc);
+      b.val = error_message(rq->doc, in, f, amf::flex::new_uuid()).with_flags(amf::value::avmplus);
+    } else {
+      b.val = status_object(rq->doc, f).with_flags(b.val.flags() & amf::value::avmplus);
+    }
+    return b;
+  };
+  amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, too_large);
 }
 
 net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
                                     std::string_view password) {
   const std::string address(address_of(rq->ex.client_address));
+  const auto name = services::quoted(user);
+  const std::size_t max = cfg_.limits.max_credential_bytes;
+  if (user.size() > max || password.size() > max) {
+    rq->login_refused =
+        fault("Client.Authentication", "Invalid login: a user name or password longer than " +
+                                           std::to_string(max) + " bytes");
+    log_->info("login refused unchecked for user {} from {}: credentials over {} bytes", name,
+               rq->ex.client_address, max);
+    co_return;
+  }
+  if (std::exchange(rq->password_checked, true)) {
+    rq->login_refused =
+        fault("Client.Authentication", "one password check per request: this request had one");
+    co_return;
+  }
   if (const auto wait = limiter_.retry_after(address, user); wait.count() > 0) {
     stats_.login_throttled();
-    rq->refused_user = user;
-    rq->retry_login = wait;
-    log_->info("login refused unchecked for user \"{}\" from {}: too many failures, retry in {}",
-               user, rq->ex.client_address, seconds_text(wait));
+    rq->login_refused = throttled_fault(wait);
+    log_->info("login refused unchecked for user {} from {}: too many failures, retry in {}", name,
+               rq->ex.client_address, seconds_text(wait));
     co_return;
   }
   std::optional<services::principal> p;
@@ -274,26 +331,38 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
     rq->ex.waiting();
     // A named closure: GCC 12 copies a closure that is a temporary of a co_await expression
     // byte for byte (a short std::string in it then points into the wrong frame).
-    auto check = [this, name = std::string(user), secret = std::string(password)](
-                     const std::atomic<bool>&) { return auth_.authenticate(name, secret); };
+    auto check = [this, who = std::string(user), secret = std::string(password)](
+                     const std::atomic<bool>&) { return auth_.authenticate(who, secret); };
     p = co_await workers_.run(std::move(check));
   }
   if (!p) {
     limiter_.failed(address, user);
-    rq->refused_user = user;
-    log_->info("login refused for user \"{}\" from {}", user, rq->ex.client_address);
+    rq->login_refused = fault("Client.Authentication", "Invalid login for user " + name);
+    log_->info("login refused for user {} from {}", name, rq->ex.client_address);
     co_return;
   }
   limiter_.succeeded(user);
-  if (!co_await open_session(rq)) {
-    log_->warn("login of user \"{}\" from {} failed: {}", user, rq->ex.client_address,
-               rq->store_error);
+  // A new session id at every login: an id the client came with (perhaps planted in a link by
+  // someone else) never gains a principal. The old session ends.
+  services::session fresh;
+  try {
+    fresh = co_await sessions_.async_create();
+    if (rq->sess) {
+      fresh.flex_client_id = rq->sess->flex_client_id;
+      fresh.small_messages = rq->sess->small_messages;
+      co_await sessions_.async_remove(rq->sess->id);
+    }
+  } catch (const services::store_unavailable& e) {
+    rq->store_error = e.what();
+    log_->warn("login of user {} from {} failed: {}", name, rq->ex.client_address, e.what());
     co_return;
   }
-  rq->sess->user = p;
+  rq->ex.new_session_id = fresh.id;
+  fresh.user = p;
+  rq->sess = std::move(fresh);
   rq->user = p;
   rq->session_dirty = true;
-  log_->info("user \"{}\" logged in from {}", user, rq->ex.client_address);
+  log_->info("user {} logged in from {}", name, rq->ex.client_address);
 }
 
 void gateway::check_access(request& rq, std::string_view service, std::string_view method) {
@@ -304,17 +373,18 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   const auto& r = rule->second;
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
     if (!rq.store_error.empty()) throw store_fault(rq.store_error);
-    if (rq.retry_login.count() > 0) throw throttled_fault(rq.retry_login);
-    throw fault("Client.Authentication", rq.refused_user.empty()
-                                             ? full + " requires a login"
-                                             : "Invalid login for user \"" + rq.refused_user +
-                                                   "\"; " + full + " requires a login");
+    if (const auto& no = rq.login_refused) {
+      throw fault(no->code(), std::string(no->what()) + "; " + full + " requires a login",
+                  no->detail());
+    }
+    throw fault("Client.Authentication", full + " requires a login");
   }
   if (r.roles.empty()) return;
   for (const auto& role : r.roles) {
     if (rq.user->has_role(role)) return;
   }
-  throw fault("Client.Authorization", "user \"" + rq.user->name + "\" may not call " + full);
+  throw fault("Client.Authorization",
+              "user " + services::quoted(rq.user->name) + " may not call " + full);
 }
 
 net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view service,
@@ -323,11 +393,10 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
   const services::method* m = services_.find(service, method);
   if (!m) {
     if (!services_.has_service(service)) {
-      throw fault("Server.ResourceNotFound", "no service named \"" + std::string(service) + "\"");
+      throw fault("Server.ResourceNotFound", "no service named " + services::quoted(service));
     }
-    throw fault(
-        "Server.ResourceUnavailable",
-        "service \"" + std::string(service) + "\" has no method \"" + std::string(method) + "\"");
+    throw fault("Server.ResourceUnavailable", "service " + services::quoted(service) +
+                                                  " has no method " + services::quoted(method));
   }
   check_access(*rq, service, method);
   const auto timeout = cfg_.call_timeout(service, method);
@@ -442,16 +511,9 @@ net::awaitable<amf::value> gateway::call_netconnection(request_ptr rq, const amf
     refused = f;
   }
   failed = true;
-  log_->debug("{} from {}: {}: {}", target, rq->ex.client_address, refused->code(),
-              refused->what());
-  amf::document& doc = rq->doc;
-  amf::object_node* o = doc.object();
-  o->dynamic.push_back({"level", doc.string("error")});
-  o->dynamic.push_back({"code", doc.string(refused->code())});
-  o->dynamic.push_back({"type", doc.string(refused->code())});
-  o->dynamic.push_back({"description", doc.string(refused->what())});
-  o->dynamic.push_back({"details", doc.string(refused->detail())});
-  co_return encoded(amf::value::of(o));
+  log_->debug("{} from {}: {}: {}", services::escaped(target), rq->ex.client_address,
+              refused->code(), refused->what());
+  co_return encoded(status_object(rq->doc, *refused));
 }
 
 net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::value& v,
@@ -494,19 +556,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
   failed = true;
   log_->debug("Flex message from {}: {}: {}", rq->ex.client_address, refused->code(),
               refused->what());
-  amf::flex::message e;
-  e.kind = amf::flex::kind::error;
-  if (in) {
-    e.correlation_id = in->message_id;
-    e.client_id = in->client_id;
-    e.destination = in->destination;
-  }
-  e.message_id = message_id;
-  e.timestamp = now_ms();
-  e.fault_code = refused->code();
-  e.fault_string = refused->what();
-  e.fault_detail = refused->detail();
-  co_return amf::flex::make(doc, e);
+  co_return error_message(doc, in, *refused, message_id);
 }
 
 net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex::message& in,
@@ -515,11 +565,13 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
   switch (static_cast<op>(in.command)) {
     case op::client_ping:
     case op::trigger_connect:
-      co_await client_headers(rq, in, ack, small);
+      client_headers(*rq, in, ack, small);
       co_return amf::value::boolean(true);
-    case op::login:
-      co_await client_headers(rq, in, ack, small);
-      co_return co_await flex_login(rq, in);
+    case op::login: {
+      amf::value ok = co_await flex_login(rq, in);
+      client_headers(*rq, in, ack, small);  // into the session the login made
+      co_return ok;
+    }
     case op::logout:
       co_return co_await flex_logout(rq);
     case op::disconnect:
@@ -531,35 +583,40 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
     case op::unsubscribe:
     case op::subscription_invalidate:
     case op::multi_subscribe:
-      throw fault("Server.Processing", "no messaging service: destination \"" +
-                                           std::string(in.destination) +
-                                           "\" cannot be subscribed to");
+      throw fault("Server.Processing", "no messaging service: destination " +
+                                           services::quoted(in.destination) +
+                                           " cannot be subscribed to");
     default:
       throw fault("Server.Processing",
                   "unknown CommandMessage operation " + std::to_string(in.command));
   }
 }
 
-net::awaitable<void> gateway::client_headers(request_ptr rq, const amf::flex::message& in,
-                                             amf::flex::message& ack, bool& small) {
+void gateway::client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,
+                             bool& small) {
   // The FlexClient id: kept from the client, or from the session, or made here.
-  amf::document& doc = rq->doc;
+  amf::document& doc = rq.doc;
   std::string dsid;
   const amf::value h = in.header("DSId");
   if (h.kind() == amf::type::string && h.as_string() != "nil") dsid = h.as_string();
-  if (dsid.empty() && rq->sess) dsid = rq->sess->flex_client_id;
+  if (dsid.empty() && rq.sess) dsid = rq.sess->flex_client_id;
   if (dsid.empty()) dsid = amf::flex::new_uuid();
-  if (rq->sess && rq->sess->flex_client_id != dsid) {
-    rq->sess->flex_client_id = dsid;
-    rq->session_dirty = true;
+  if (rq.sess && rq.sess->flex_client_id != dsid) {
+    rq.sess->flex_client_id = dsid;
+    rq.session_dirty = true;
   }
   amf::flex::set_header(doc, ack, "DSId", doc.string(dsid));
   amf::flex::set_header(doc, ack, "DSMessagingVersion", amf::value::number(1.0));
   const amf::value version = in.header("DSMessagingVersion");
+  // Small messages need no server session: this answer is small, and a login's session (made
+  // by this request or later) remembers it. Anonymous clients get standard acks to later
+  // calls, which every Flex client reads as well.
   if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
-    if (!co_await open_session(rq)) co_return;  // standard messages need no session
-    rq->sess->small_messages = small = true;
-    rq->session_dirty = true;
+    small = true;
+    if (rq.sess && !rq.sess->small_messages) {
+      rq.sess->small_messages = true;
+      rq.session_dirty = true;
+    }
   }
 }
 
@@ -571,13 +628,12 @@ net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::
   }
   if (rq->user) {
     throw fault("Client.Authentication",
-                "Already logged in as \"" + rq->user->name + "\"; log out first.");
+                "Already logged in as " + services::quoted(rq->user->name) + "; log out first.");
   }
   co_await login(rq, std::string_view(cred).substr(0, colon),
                  std::string_view(cred).substr(colon + 1));
   if (!rq->user && !rq->store_error.empty()) throw store_fault(rq->store_error);
-  if (!rq->user && rq->retry_login.count() > 0) throw throttled_fault(rq->retry_login);
-  if (!rq->user) throw fault("Client.Authentication", "Invalid login.");
+  if (!rq->user) throw rq->login_refused.value_or(fault("Client.Authentication", "Invalid login."));
   co_return rq->doc.string("success");
 }
 

@@ -23,6 +23,8 @@
 #include <optional>
 #include <thread>
 
+#include "amfgate/services/quote.hpp"
+
 namespace amfgate::server {
 
 namespace beast = boost::beast;
@@ -67,6 +69,27 @@ std::string_view param(std::string_view s, std::string_view name) {
 
 }  // namespace
 
+std::string loggable_target(std::string_view target, std::string_view cookie) {
+  std::string out;
+  for (auto id = param(target, cookie); !id.empty(); id = param(target, cookie)) {
+    const auto at = static_cast<std::size_t>(id.data() - target.data());
+    out += services::escaped(target.substr(0, at), 1024) + "<redacted>";
+    target.remove_prefix(at + id.size());
+  }
+  return out + services::escaped(target, 1024);
+}
+
+namespace {
+
+// Media types are case-insensitive (RFC 9110 8.3.1): `Application/X-AMF; charset=...` is AMF.
+bool is_amf(std::string_view content_type) {
+  auto type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
+  return beast::iequals(type, "application/x-amf");
+}
+
+}  // namespace
+
 router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
                services::session_store& sessions, worker_pool& workers,
                std::shared_ptr<spdlog::logger> log)
@@ -77,6 +100,8 @@ router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
       workers_(workers),
       log_(std::move(log)) {
   if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
+  cookie_attributes_ = "; Path=/; HttpOnly; SameSite=" + cfg_.sessions.cookie_same_site;
+  if (cfg_.sessions.cookie_secure) cookie_attributes_ += "; Secure";
 }
 
 std::string router::session_id(const http_request& req) const {
@@ -113,8 +138,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
       r.headers.emplace_back("Allow", "POST");
       co_return text(405, "method not allowed: AMF gateways take POST\n");
     }
-    const auto type = req.content_type.substr(0, req.content_type.find(';'));
-    if (type != "application/x-amf") {
+    if (!is_amf(req.content_type)) {
       co_return text(415, "unsupported media type: expected application/x-amf\n");
     }
     exchange ex;
@@ -129,9 +153,10 @@ net::awaitable<http_reply> router::route(http_request& req) {
     r.faults = ex.faults;
     if (!ex.new_session_id.empty()) {
       r.headers.emplace_back("Set-Cookie",
-                             cfg_.sessions.cookie + "=" + ex.new_session_id + "; Path=/; HttpOnly");
+                             cfg_.sessions.cookie + "=" + ex.new_session_id + cookie_attributes_);
     } else if (ex.session_ended) {
-      r.headers.emplace_back("Set-Cookie", cfg_.sessions.cookie + "=; Path=/; Max-Age=0");
+      r.headers.emplace_back("Set-Cookie",
+                             cfg_.sessions.cookie + "=" + cookie_attributes_ + "; Max-Age=0");
     }
     if (ex.retry_after.count() > 0) {
       r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
@@ -165,6 +190,28 @@ net::awaitable<http_reply> router::route(http_request& req) {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// A request whose framing two parsers could read differently (RFC 9112 6.1 and 6.3) is
+// refused and its connection closed, so that no bytes behind it are read as a request of
+// their own: a Transfer-Encoding other than exactly `chunked` (Beast would read no body), or
+// one beside a Content-Length. HTTP/1.1 requires Host.
+std::optional<std::pair<unsigned, std::string>> refuse_framing(
+    const http::request<http::string_body>& h) {
+  using refusal = std::pair<unsigned, std::string>;
+  if (h.version() >= 11 && h.find(http::field::host) == h.end()) {
+    return refusal{400, "bad HTTP request: HTTP/1.1 requires a Host header"};
+  }
+  const auto te = h.find(http::field::transfer_encoding);
+  if (te == h.end()) return std::nullopt;
+  if (h.count(http::field::content_length) > 0) {
+    return refusal{400, "bad HTTP request: both Transfer-Encoding and Content-Length"};
+  }
+  if (h.count(http::field::transfer_encoding) > 1 || !beast::iequals(te->value(), "chunked")) {
+    return refusal{501, "Transfer-Encoding " + services::quoted(te->value()) +
+                            " is not supported: send chunked, or a Content-Length"};
+  }
+  return std::nullopt;
+}
 
 struct shared_state {
   shared_state(const config::gateway_config& c, metrics& m, std::shared_ptr<spdlog::logger> l,
@@ -309,13 +356,41 @@ class connection : public std::enable_shared_from_this<connection> {
     phase_ = phase::reading;
     if (ec) return read_failed(ec, nothing_came);
     started_ = clock::now();
+    if (auto refusal = refuse_framing(parser_->get())) {
+      st_.log->info("{}: {}", client_, refusal->second);
+      return fail(refusal->first, refusal->second + "\n");
+    }
+    if (beast::iequals(parser_->get()[http::field::expect], "100-continue") &&
+        !parser_->is_done() && !body_in_buffer()) {
+      return continue_then_read();
+    }
     // Most AMF bodies arrive with their headers: parse them from the buffer, with no second
     // read (and no timer) on the way.
-    if (const auto length = parser_->content_length(); length && buffer_.size() >= *length) {
+    if (body_in_buffer()) {
       const std::size_t used = parser_->put(buffer_.data(), ec);
       buffer_.consume(used);
       if (ec || parser_->is_done()) return on_read(ec, used);
     }
+    read_body();
+  }
+
+  bool body_in_buffer() const {
+    const auto length = parser_->content_length();
+    return length && buffer_.size() >= *length;
+  }
+
+  // `Expect: 100-continue` (curl sends it for bodies over 1 MiB, then waits a second for it).
+  void continue_then_read() {
+    static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+    expire_in(st_.cfg.limits.read_timeout);
+    net::async_write(stream_, net::buffer(go_on.data(), go_on.size()),
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                       if (ec) return self->close();
+                       self->read_body();
+                     });
+  }
+
+  void read_body() {
     // A slow body is bounded by the read timeout from here.
     expire_in(st_.cfg.limits.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
@@ -429,8 +504,9 @@ class connection : public std::enable_shared_from_this<connection> {
     st_.stats.messages(out.messages, out.faults);
     if (st_.cfg.log.access) {
       st_.access->info("{} \"{} {}\" {} in={} out={} messages={} faults={} {:.3f}ms", client_,
-                       method, target, out.status, bytes_in, bytes_out, out.messages, out.faults,
-                       seconds * 1000);
+                       services::escaped(method, 32),
+                       loggable_target(target, st_.cfg.sessions.cookie), out.status, bytes_in,
+                       bytes_out, out.messages, out.faults, seconds * 1000);
     }
     expire_in(st_.cfg.limits.read_timeout);
     http::async_write(

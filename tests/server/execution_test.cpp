@@ -309,7 +309,9 @@ TEST_F(Logins, FailuresAreLimitedThenReleased) {
   const auto a = call(http, "Slow.counters", {}, "ann", "ann-secret");
   EXPECT_LT(ms_since(t), 15);
   EXPECT_EQ(a.code, "Client.Authentication");
-  EXPECT_EQ(a.description, "Too many failed logins for this user or address; retry in 1 s");
+  EXPECT_EQ(a.description,
+            "Too many failed logins for this user or address; retry in 1 s; Slow.counters "
+            "requires a login");
   // A Flex login is told the same.
   amf::document doc;
   const auto flex = http.post("/messagebroker/amf",

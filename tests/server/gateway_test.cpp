@@ -159,7 +159,7 @@ TEST_F(Gateway, FlexPingLoginLogoutAndAccessRules) {
       std::vector{client::flex_command(d, amf::flex::operation::login, dsid, "ann", "bad")}));
   auto refused = amf::flex::read(p.bodies[0].val, doc_);
   EXPECT_EQ(refused->fault_code, "Client.Authentication");
-  EXPECT_EQ(refused->fault_string, "Invalid login.");
+  EXPECT_EQ(refused->fault_string, "Invalid login for user \"ann\"");
   p = call(client::flex_request(
       std::vector{client::flex_command(d, amf::flex::operation::login, dsid, "ann", "pw")}));
   EXPECT_EQ(amf::flex::read(p.bodies[0].val, doc_)->body.as_string(), "success");
@@ -199,9 +199,19 @@ TEST_F(Gateway, SmallMessagesOnlyWhenEnabledAndNegotiated) {
   ASSERT_TRUE(ack);
   EXPECT_EQ(ack->correlation_id, amf::flex::read(ping_message, d)->message_id);
   EXPECT_TRUE(amf::flex::uuid_bytes(ack->header("DSId").as_string()));
-  const std::string sid = last_.new_session_id;
-  ASSERT_FALSE(sid.empty());  // the negotiation is kept in a session
+  EXPECT_TRUE(last_.new_session_id.empty());  // anonymous: no server session for it
+  EXPECT_EQ(sessions_.size(), 0u);
+  // Later anonymous calls get full acks, which every Flex client reads too.
+  p = call(client::flex_request(std::vector{
+      client::flex_remoting(d, "EchoService", "echo", std::vector{d.string("full")}, "")}));
+  EXPECT_NE(p.bodies[0].val.as_object(), nullptr);
 
+  // A login that negotiates keeps it in the session it makes.
+  p = call(client::flex_request(
+      std::vector{client::flex_command(d, amf::flex::operation::login, "", "ann", "pw")}));
+  ASSERT_NE(p.bodies[0].val.as_external(), nullptr);
+  const std::string sid = last_.new_session_id;
+  ASSERT_FALSE(sid.empty());
   exchange ex;
   ex.session_id = sid;
   p = call(client::flex_request(std::vector{client::flex_remoting(

@@ -76,8 +76,8 @@ class gateway {
   boost::asio::awaitable<amf::value> flex_login(request_ptr rq, const amf::flex::message& in);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
   /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
-  boost::asio::awaitable<void> client_headers(request_ptr rq, const amf::flex::message& in,
-                                              amf::flex::message& ack, bool& small);
+  void client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,
+                      bool& small);
   boost::asio::awaitable<amf::value> invoke(request_ptr rq, std::string_view service,
                                             std::string_view method,
                                             std::span<const amf::value> args);
@@ -85,11 +85,10 @@ class gateway {
                                                  services::call_context& ctx,
                                                  std::span<const amf::value> args);
   void check_access(request& rq, std::string_view service, std::string_view method);
+  /// Checks a password (one per request), and on success moves the request to a new session
+  /// logged in as `user`; otherwise `login_refused` (or `store_error`) says why not.
   boost::asio::awaitable<void> login(request_ptr rq, std::string_view user,
                                      std::string_view password);
-  /// The request's session, created if it has none; false (and `store_error`) when the store
-  /// cannot be reached.
-  boost::asio::awaitable<bool> open_session(request_ptr rq);
 
   const config::gateway_config& cfg_;
   services::registry& services_;

@@ -64,9 +64,14 @@ class router {
   worker_pool& workers_;
   std::shared_ptr<spdlog::logger> log_;
   std::string crossdomain_;
+  std::string cookie_attributes_;  ///< "; Path=/; HttpOnly; SameSite=Lax[; Secure]"
   std::atomic<bool> draining_{false};
   std::atomic<bool> crossdomain_hint_logged_{false};
 };
+
+/// `target` as the access log shows it: the session id a URL may carry (`;NAME=id`)
+/// replaced by "<redacted>", control characters escaped, long parts cut.
+std::string loggable_target(std::string_view target, std::string_view cookie);
 
 /// Serves until SIGTERM/SIGINT: the first signal stops accepting and lets requests in flight
 /// finish within the grace period; a second one exits at once. Owns the I/O threads and the
