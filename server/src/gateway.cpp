@@ -20,8 +20,13 @@ using services::fault;
 // A request's state. Shared, because a pool call that outlives its deadline still reads the
 // packet (its arguments) until it returns: the body and the arena then live as long as it.
 struct gateway::request {
-  request(std::string b, exchange& e) : body(std::move(b)), doc(body.size() * 2 + 1024), ex(e) {}
+  request(std::string b, exchange& e)
+      : body(std::move(b)),
+        memory(e.memory ? e.memory : &amf::block_pool::shared()),
+        doc(body.size() * 2 + 1024, memory),
+        ex(e) {}
   std::string body;
+  std::pmr::memory_resource* memory;  ///< upstream of this request's arenas
   amf::document doc;
   amf::packet packet{doc.resource()};
   exchange& ex;                                         ///< only while `handle` runs
@@ -186,29 +191,34 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
 
 net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
   ex.body.clear();
-  auto rq = std::make_shared<request>(std::move(body), ex);
-  amf::decode_options opt;
-  opt.classes = &services_.classes();
-  opt.max_depth = cfg_.limits.max_depth;
-  amf::decode_error ec;
-  rq->packet = amf::decode_packet(amf::as_bytes(rq->body), rq->doc, ec, opt);
-  if (ec) {
-    ex.status = 400;
-    ex.content_type = "text/plain; charset=utf-8";
-    ex.body = "bad AMF packet: " + ec.message() + "\n";
-    co_return;
-  }
+  std::string busy;
   try {
+    auto rq = std::make_shared<request>(std::move(body), ex);
+    amf::decode_options opt;
+    opt.classes = &services_.classes();
+    opt.max_depth = cfg_.limits.max_depth;
+    amf::decode_error ec;
+    rq->packet = amf::decode_packet(amf::as_bytes(rq->body), rq->doc, ec, opt);
+    if (ec) {
+      ex.status = 400;
+      ex.content_type = "text/plain; charset=utf-8";
+      ex.body = "bad AMF packet: " + ec.message() + "\n";
+      co_return;
+    }
     co_await run_messages(rq);
+    co_return;
   } catch (const pool_full& e) {
     // Nothing has run yet (run_messages answers a later one with a fault): try again later.
-    stats_.busy_refused();
-    log_->warn("{}: 503: {}", ex.client_address, e.what());
-    ex.status = 503;
-    ex.content_type = "text/plain; charset=utf-8";
-    ex.retry_after = std::chrono::seconds(1);
-    ex.body = "server busy: " + std::string(e.what()) + "; retry later\n";
+    busy = e.what();
+  } catch (const over_budget& e) {
+    busy = std::string(e.what()) + " (limits.max_inflight_bytes)";
   }
+  stats_.busy_refused();
+  log_->warn("{}: 503: {}", ex.client_address, busy);
+  ex.status = 503;
+  ex.content_type = "text/plain; charset=utf-8";
+  ex.retry_after = std::chrono::seconds(1);
+  ex.body = "server busy: " + busy + "; retry later\n";
 }
 
 net::awaitable<void> gateway::run_messages(request_ptr rq) {
@@ -431,6 +441,10 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
     if (!earlier) throw;  // nothing has run: the request is answered 503
     stats_.busy_refused();
     throw fault("Server.Busy", std::string(e.what()) + "; retry later");
+  } catch (const over_budget& e) {
+    if (!earlier) throw;
+    stats_.busy_refused();
+    throw fault("Server.Busy", std::string(e.what()) + "; retry later");
   } catch (const std::exception& e) {
     failure = e.what();
   } catch (...) {
@@ -454,7 +468,7 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
                                                 std::span<const amf::value> args) {
   // The worker builds its result in an arena of its own: if the deadline passes first, the
   // request goes on with the packet's arena while the worker still writes.
-  auto result = std::make_shared<amf::document>();
+  auto result = std::make_shared<amf::document>(4096, rq->memory);
   request_ptr keep = rq;
   const services::method* handler = &m;
   const std::span<const amf::value> arguments = args;

@@ -22,7 +22,9 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
+#include "amfgate/server/budget.hpp"
 #include "amfgate/services/quote.hpp"
 
 namespace amfgate::server {
@@ -145,6 +147,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
     ex.client_address = req.client;
     ex.session_id = session_id(req);
     ex.on_wait = std::move(req.on_wait);
+    ex.memory = req.memory;
     co_await gateway_.handle(std::move(req.body), ex);
     r.status = ex.status;
     r.content_type = ex.content_type;
@@ -213,6 +216,13 @@ std::optional<std::pair<unsigned, std::string>> refuse_framing(
   return std::nullopt;
 }
 
+/// How a connection was let in.
+enum class admission {
+  full,         ///< counted against the limits, served
+  health_only,  ///< over a connection limit, from loopback: /healthz only (a few are kept)
+  refused       ///< over a connection limit: 503, closed
+};
+
 struct shared_state {
   shared_state(const config::gateway_config& c, metrics& m, std::shared_ptr<spdlog::logger> l,
                std::shared_ptr<spdlog::logger> a)
@@ -222,8 +232,56 @@ struct shared_state {
   metrics& stats;
   std::shared_ptr<spdlog::logger> log, access;
   std::atomic<bool> draining{false};
-  std::mutex mutex;
+  memory_budget budget{cfg.limits.max_inflight_bytes};
+  budget_resource arenas{budget, &amf::block_pool::shared()};
+
+  std::mutex mutex;  // guards what follows
   std::list<std::weak_ptr<class connection>> connections;
+  struct client_load {
+    std::size_t connections = 0, requests = 0;
+  };
+  std::unordered_map<std::string, client_load> clients;  ///< by address, while it has any
+  std::size_t full_connections = 0, health_only = 0;
+  static constexpr std::size_t health_slots = 4;
+
+  admission admit(const std::string& address, bool loopback) {
+    std::lock_guard lock(mutex);
+    const auto per_client = cfg.limits.max_connections_per_client;
+    auto it = clients.find(address);
+    const std::size_t mine = it == clients.end() ? 0 : it->second.connections;
+    if (full_connections < cfg.limits.max_connections && (per_client == 0 || mine < per_client)) {
+      ++full_connections;
+      ++clients[address].connections;
+      return admission::full;
+    }
+    if (loopback && health_only < health_slots) {
+      ++health_only;
+      return admission::health_only;
+    }
+    return admission::refused;
+  }
+  void leave(const std::string& address, admission a) {
+    std::lock_guard lock(mutex);
+    if (a == admission::health_only) --health_only;
+    if (a != admission::full) return;
+    --full_connections;
+    auto it = clients.find(address);
+    if (--it->second.connections == 0 && it->second.requests == 0) clients.erase(it);
+  }
+  /// A request of `address` begins, unless it has limits.max_requests_per_client already.
+  bool begin_request(const std::string& address) {
+    std::lock_guard lock(mutex);
+    auto& c = clients[address];
+    const auto max = cfg.limits.max_requests_per_client;
+    if (max != 0 && c.requests >= max) return false;
+    ++c.requests;
+    return true;
+  }
+  void end_request(const std::string& address) {
+    std::lock_guard lock(mutex);
+    auto it = clients.find(address);
+    if (--it->second.requests == 0 && it->second.connections == 0) clients.erase(it);
+  }
 };
 
 // One deadline per connection, followed lazily by one timer: every step moves the deadline,
@@ -283,17 +341,20 @@ class connection : public std::enable_shared_from_this<connection> {
     closed
   };
 
-  connection(tcp::socket&& socket, shared_state& st, bool over_limit)
-      : stream_(std::move(socket)),
-        deadline_(stream_.get_executor()),
-        st_(st),
-        over_limit_(over_limit) {
+  connection(tcp::socket&& socket, shared_state& st)
+      : stream_(std::move(socket)), deadline_(stream_.get_executor()), st_(st) {
     beast::error_code ec;
     const auto ep = stream_.socket().remote_endpoint(ec);
-    client_ = ec ? "unknown" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    address_ = ec ? "unknown" : ep.address().to_string();
+    client_ = ec ? "unknown" : address_ + ":" + std::to_string(ep.port());
+    admission_ = st_.admit(address_, !ec && ep.address().is_loopback());
     st_.stats.connection_opened();
   }
-  ~connection() { st_.stats.connection_closed(); }
+  ~connection() {
+    release_memory();
+    st_.leave(address_, admission_);
+    st_.stats.connection_closed();
+  }
 
   void start() {
     {
@@ -302,8 +363,13 @@ class connection : public std::enable_shared_from_this<connection> {
       self_ = std::prev(st_.connections.end());
     }
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-      if (self->over_limit_) {
-        self->fail(503, "too many connections\n");
+      if (self->admission_ == admission::refused) {
+        self->st_.log->warn(
+            "{}: connection refused: too many connections (limits.max_connections "
+            "{}, per client {})",
+            self->client_, self->st_.cfg.limits.max_connections,
+            self->st_.cfg.limits.max_connections_per_client);
+        self->fail(503, "too many connections; retry later\n", std::chrono::seconds(1));
       } else {
         self->read_header();
       }
@@ -360,6 +426,13 @@ class connection : public std::enable_shared_from_this<connection> {
       st_.log->info("{}: {}", client_, refusal->second);
       return fail(refusal->first, refusal->second + "\n");
     }
+    if (admission_ == admission::health_only &&
+        path_of(parser_->get().target()) != std::string_view("/healthz")) {
+      return fail(503, "too many connections: this one is kept for /healthz\n",
+                  std::chrono::seconds(1));
+    }
+    // Bodies are held in memory: they count against the budget of requests in flight.
+    if (const auto length = parser_->content_length(); length && !charge(*length)) return;
     if (beast::iequals(parser_->get()[http::field::expect], "100-continue") &&
         !parser_->is_done() && !body_in_buffer()) {
       return continue_then_read();
@@ -417,8 +490,34 @@ class connection : public std::enable_shared_from_this<connection> {
     fail(400, "bad HTTP request: " + ec.message() + "\n");
   }
 
+  // Takes `bytes` from the budget of requests in flight, or answers 503 and closes.
+  bool charge(std::size_t bytes) {
+    if (st_.budget.try_take(bytes)) {
+      charged_ += bytes;
+      return true;
+    }
+    st_.stats.busy_refused();
+    st_.log->warn("{}: 503: requests in flight hold {} of {} bytes (limits.max_inflight_bytes)",
+                  client_, st_.budget.used(), st_.budget.max());
+    fail(503, "server busy: requests in flight hold the memory they may; retry later\n",
+         std::chrono::seconds(1));
+    return false;
+  }
+  void release_memory() { st_.budget.give(std::exchange(charged_, 0)); }
+
   void on_read(beast::error_code ec, std::size_t) {
     if (ec) return read_failed(ec);
+    if (!parser_->content_length() && !charge(parser_->get().body().size())) return;  // chunked
+    if (!st_.begin_request(address_)) {
+      st_.stats.busy_refused();
+      request_ = parser_->release();
+      bytes_in_ = request_.body().size();
+      http_reply r;
+      r.status = 503;
+      r.body = "too many requests in flight from your address; retry later\n";
+      r.headers.emplace_back("Retry-After", "1");
+      return respond(std::move(r));
+    }
     request_ = parser_->release();
     in_.method = request_.method_string();
     in_.target = request_.target();
@@ -427,6 +526,7 @@ class connection : public std::enable_shared_from_this<connection> {
     bytes_in_ = request_.body().size();
     in_.body = std::move(request_.body());
     in_.client = client_;
+    in_.memory = &st_.arenas;
     in_.on_wait = [this] { watch_for_hangup(); };  // runs within route(): `this` lives
     phase_ = phase::handling;
     // Handlers have deadlines of their own (limits.call_timeout_ms): the connection waits.
@@ -435,6 +535,7 @@ class connection : public std::enable_shared_from_this<connection> {
         stream_.get_executor(), route(),
         net::bind_cancellation_slot(
             hangup_.slot(), [self = shared_from_this()](std::exception_ptr e, http_reply out) {
+              self->st_.end_request(self->address_);
               if (self->watching_hangup_) {
                 self->watching_hangup_ = false;
                 beast::error_code ignored;
@@ -495,6 +596,8 @@ class connection : public std::enable_shared_from_this<connection> {
     for (auto& [k, v] : out.headers) res->set(k, v);
     res->keep_alive(keep_alive);
     const std::size_t bytes_out = out.body.size();
+    st_.budget.take(bytes_out);  // it exists already; held until written
+    charged_ += bytes_out;
     res->body() = head ? std::string() : std::move(out.body);
     res->prepare_payload();
     if (head) res->content_length(bytes_out);
@@ -512,6 +615,7 @@ class connection : public std::enable_shared_from_this<connection> {
     http::async_write(
         stream_, *res,
         [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+          self->release_memory();
           if (ec || !keep_alive) return self->close();
           self->first_ = false;
           self->read_header();
@@ -519,14 +623,18 @@ class connection : public std::enable_shared_from_this<connection> {
   }
 
   // Answers an error that ends the connection.
-  void fail(unsigned status, std::string body) {
+  void fail(unsigned status, std::string body, std::chrono::seconds retry_after = {}) {
     http_reply r;
     r.status = status;
     r.body = std::move(body);
+    if (retry_after.count() > 0) {
+      r.headers.emplace_back("Retry-After", std::to_string(retry_after.count()));
+    }
     respond(std::move(r), 11, false, false, "-", "-", 0);
   }
 
   void close() {
+    release_memory();
     phase_ = phase::closed;
     deadline_.cancel();
     beast::error_code ec;
@@ -551,8 +659,9 @@ class connection : public std::enable_shared_from_this<connection> {
   bool watching_hangup_ = false;
   bool hung_up_ = false;
   shared_state& st_;
-  std::string client_;
-  bool over_limit_;
+  std::string address_, client_;  // "address", "address:port"
+  admission admission_ = admission::refused;
+  std::size_t charged_ = 0;  ///< held of the budget of requests in flight
   bool first_ = true;
   phase phase_ = phase::reading;
   bool registered_ = true;
@@ -587,10 +696,7 @@ struct http_server::impl {
         }
         return;
       }
-      const bool over =
-          st.stats.open_connections() >= static_cast<std::int64_t>(st.cfg.limits.max_connections);
-      if (over) st.log->warn("connection limit {} reached", st.cfg.limits.max_connections);
-      std::make_shared<connection>(std::move(s), st, over)->start();
+      std::make_shared<connection>(std::move(s), st)->start();
       accept();
     });
   }

@@ -1,4 +1,5 @@
 // amfgate::run: the daemon around a user's services (amfgate itself binds none of its own).
+#include <malloc.h>
 #include <spdlog/async.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -192,6 +193,10 @@ int run(int argc, char** argv, const setup& bind_services) {
     amfgate::services::user_table auth(std::move(users));
     const auto store = make_session_store(cfg.sessions, log);
     auto& sessions = *store;
+    // Blocks of 1 MiB and more (large bodies, replies, arenas) are mapped and unmapped on
+    // their own. glibc raises this threshold each time such a block is freed, after which a
+    // burst of large requests left its peak resident for good.
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
     amfgate::server::metrics stats;
     amfgate::server::http_server server(cfg, stats, log, access);
     amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);

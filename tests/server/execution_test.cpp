@@ -110,7 +110,9 @@ class Execution : public ::testing::Test {
   static void SetUpTestSuite() {
     d_ = new daemon(
         "\"workers\": {\"threads\": 32, \"max_queue\": 8}, \"log\": {\"level\": \"info\"}, "
-        "\"limits\": {\"call_timeouts\": {\"Slow.wait\": 1000, \"Slow.block\": 2500, "
+        // One address makes a thousand calls at once here: no limit per client.
+        "\"limits\": {\"max_connections_per_client\": 0, \"max_requests_per_client\": 0, "
+        "\"call_timeouts\": {\"Slow.wait\": 1000, \"Slow.block\": 2500, "
         "\"Slow.hold\": 0, "
         "\"Upstream\": 2000}}",
         AMFGATE_TEST_DAEMON);
@@ -171,7 +173,8 @@ TEST_F(Execution, BlockingHandlersHoldNoIoThreadAndAFullQueueIs503) {
   std::this_thread::sleep_for(milliseconds(200));
   call(*d_, "Slow.release", {});
   for (auto& f : held) EXPECT_EQ(f.get().target, "/1/onResult");
-  EXPECT_LT(percentile(echo, 0.99), 20) << echo.size() << " echo calls";
+  // 526 ms at p99 when hashes ran on the I/O threads; 50 ms leaves room for a loaded machine.
+  EXPECT_LT(percentile(echo, 0.99), 50) << echo.size() << " echo calls";
   EXPECT_GE(metric(*d_, "amfgate_busy_refusals_total"), 1);
 }
 
@@ -293,7 +296,8 @@ TEST_F(Logins, AFloodOfWrongPasswordsLeavesEchoFast) {
   flooding = false;
   for (auto& f : flood) f.join();
   EXPECT_GT(refused, 50);
-  EXPECT_LT(percentile(echo, 0.99), 20)
+  // 526 ms at p99 when hashes ran on the I/O threads; 50 ms leaves room for a loaded machine.
+  EXPECT_LT(percentile(echo, 0.99), 50)
       << echo.size() << " echo calls, " << refused << " logins refused";
 }
 
@@ -330,18 +334,20 @@ TEST_F(Logins, FailuresAreLimitedThenReleased) {
 TEST_F(Logins, UnknownUserAndWrongPasswordTakeTheSameTime) {
   daemon d(settings(1000, 1000), AMFGATE_TEST_DAEMON);
   auto http = d.client();
-  auto median_ms = [&](const char* user) {
-    std::vector<double> ms;
-    for (int i = 0; i < 15; ++i) {
-      const auto t = clock::now();
-      const auto a = call(http, "Slow.counters", {}, user, "wrong");
-      ms.push_back(ms_since(t));
-      EXPECT_EQ(a.code, "Client.Authentication");
-    }
-    return percentile(ms, 0.5);
+  std::vector<double> known_ms, unknown_ms;
+  auto time = [&](const char* user, std::vector<double>& into) {
+    const auto t = clock::now();
+    const auto a = call(http, "Slow.counters", {}, user, "wrong");
+    into.push_back(ms_since(t));
+    EXPECT_EQ(a.code, "Client.Authentication");
   };
-  median_ms("ann");  // warm
-  const double known = median_ms("ann"), unknown = median_ms("nobody");
+  time("ann", known_ms);  // warm
+  known_ms.clear();
+  for (int i = 0; i < 15; ++i) {  // interleaved, so that a busy moment hits both alike
+    time("ann", known_ms);
+    time("nobody", unknown_ms);
+  }
+  const double known = percentile(known_ms, 0.5), unknown = percentile(unknown_ms, 0.5);
   EXPECT_LT(std::abs(known - unknown), 0.2 * std::max(known, unknown))
       << "known " << known << " ms, unknown " << unknown << " ms";
 }

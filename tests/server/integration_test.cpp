@@ -205,8 +205,22 @@ TEST(Daemon, ConnectionsAreLimited) {
     if (!three) std::this_thread::sleep_for(milliseconds(20));
   }
   ASSERT_TRUE(three);
+  // Over the limit, loopback keeps a few connections for /healthz, and only for it.
+  raw_socket health(d.port()), other(d.port());
+  health.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_TRUE(health.read_all().starts_with("HTTP/1.1 200"));
+  other.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  const auto refused = other.read_all();
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 503"));
+  EXPECT_NE(refused.find("kept for /healthz"), std::string::npos);
+  // Past those, 503 at once.
+  std::vector<std::unique_ptr<raw_socket>> held;
+  for (int i = 0; i < 4; ++i) held.push_back(std::make_unique<raw_socket>(d.port()));
   raw_socket over(d.port());
-  EXPECT_TRUE(over.read_all().starts_with("HTTP/1.1 503"));
+  const auto answer = over.read_all();
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 503"));
+  EXPECT_NE(answer.find("Retry-After: 1"), std::string::npos);
+  EXPECT_NE(answer.find("too many connections; retry later"), std::string::npos);
 }
 
 TEST(Daemon, ShutdownFinishesRequestsInFlight) {

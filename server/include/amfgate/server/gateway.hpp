@@ -17,6 +17,7 @@
 
 #include "amf/flex.hpp"
 #include "amfgate/config.hpp"
+#include "amfgate/server/budget.hpp"
 #include "amfgate/server/metrics.hpp"
 #include "amfgate/server/workers.hpp"
 #include "amfgate/services/login_limiter.hpp"
@@ -33,6 +34,9 @@ namespace amfgate::server {
 struct exchange {
   std::string client_address;  ///< "address:port"
   std::string session_id;      ///< from the cookie or the URL; empty if none
+  /// Where the request's arenas take memory (one that counts it against
+  /// limits.max_inflight_bytes and throws `over_budget`); null: the shared block pool.
+  std::pmr::memory_resource* memory = nullptr;
   /// Called (once or more) before the request first waits for a worker or a coroutine:
   /// the HTTP layer then watches for the client going away.
   std::function<void()> on_wait;

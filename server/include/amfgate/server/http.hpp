@@ -35,9 +35,10 @@ struct http_request {
   std::string_view method;  ///< "GET", "POST", ...
   std::string_view target;  ///< path with ;params and ?query
   std::string_view content_type;
-  std::string_view cookie;  ///< the Cookie header
-  std::string body;         ///< moved to the gateway by `route`
-  std::string client;       ///< "address:port"
+  std::string_view cookie;                      ///< the Cookie header
+  std::string body;                             ///< moved to the gateway by `route`
+  std::string client;                           ///< "address:port"
+  std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
   /// See exchange::on_wait.
   std::function<void()> on_wait;
 };
