@@ -1,5 +1,9 @@
 #include "amfgate/server/client.hpp"
 
+// Boost.URL, compiled into this file: Debian's Boost 1.81 ships its headers but no library.
+#include <boost/url/parse.hpp>
+#include <boost/url/src.hpp>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -19,23 +23,21 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 url url::parse(std::string_view text) {
-  constexpr std::string_view scheme = "http://";
-  if (!text.starts_with(scheme)) {
+  const auto parsed = boost::urls::parse_uri(text);
+  if (!parsed) {
+    throw std::invalid_argument("not a URL: " + std::string(text) + " (" +
+                                parsed.error().message() + ")");
+  }
+  const boost::urls::url_view& v = *parsed;
+  if (v.scheme_id() != boost::urls::scheme::http) {
     throw std::invalid_argument("expected an http:// URL, got " + std::string(text));
   }
-  text.remove_prefix(scheme.size());
   url u;
-  const auto slash = text.find('/');
-  std::string_view authority = text.substr(0, slash);
-  u.target = slash == std::string_view::npos ? "/" : std::string(text.substr(slash));
-  const auto colon = authority.rfind(':');
-  if (colon != std::string_view::npos && authority.find(']') == std::string_view::npos) {
-    u.host = authority.substr(0, colon);
-    u.port = authority.substr(colon + 1);
-  } else {
-    u.host = authority;
-  }
+  u.host = v.host_address();  // an IPv6 address without its brackets
   if (u.host.empty()) throw std::invalid_argument("no host in " + std::string(text));
+  if (v.has_port()) u.port = v.port();
+  u.target = v.encoded_target();
+  if (u.target.empty()) u.target = "/";
   return u;
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 
 #include "amf/decode.hpp"
 #include "amf/encode.hpp"
@@ -33,6 +34,18 @@ TEST(Adaptor, Numbers) {
   EXPECT_FALSE(from<std::int32_t>(value::number(7.5)));
   EXPECT_FALSE(from<std::int8_t>(value::integer(300)));
   EXPECT_FALSE(from<std::uint32_t>(value::integer(-1)));
+  // 2^63 is one past int64_t (converting it is undefined behaviour): refused; so are 2^64 for
+  // uint64_t, NaN and infinities. The largest doubles below are taken.
+  EXPECT_FALSE(from<std::int64_t>(value::number(0x1p63)));
+  EXPECT_EQ(from<std::int64_t>(value::number(0x1p62)), std::int64_t{1} << 62);
+  EXPECT_EQ(from<std::int64_t>(value::number(-0x1p63)), std::numeric_limits<std::int64_t>::min());
+  EXPECT_FALSE(from<std::int64_t>(value::number(-0x1p64)));
+  EXPECT_FALSE(from<std::uint64_t>(value::number(0x1p64)));
+  EXPECT_EQ(from<std::uint64_t>(value::number(0x1p63)), std::uint64_t{1} << 63);
+  EXPECT_FALSE(from<std::int32_t>(value::number(0x1p31)));
+  EXPECT_EQ(from<std::int32_t>(value::number(-0x1p31)), std::numeric_limits<std::int32_t>::min());
+  EXPECT_FALSE(from<std::int64_t>(value::number(std::numeric_limits<double>::quiet_NaN())));
+  EXPECT_FALSE(from<std::int64_t>(value::number(std::numeric_limits<double>::infinity())));
   EXPECT_EQ(from<double>(value::integer(3)), 3.0);
   EXPECT_FALSE(from<double>(value::boolean(true)));
   document doc;

@@ -309,3 +309,22 @@ TEST_F(Gateway, SurvivesMutatedRequests) {
 
 }  // namespace
 }  // namespace amfgate::server
+
+namespace amfgate::client {
+namespace {
+
+TEST(Url, ParsesHostsPortsAndIPv6) {
+  const auto v6 = url::parse("http://[::1]:8080/gateway;AMFGATESESSIONID=x?a=1");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.port, "8080");
+  EXPECT_EQ(v6.target, "/gateway;AMFGATESESSIONID=x?a=1");
+  const auto plain = url::parse("http://example.com");
+  EXPECT_EQ(plain.host, "example.com");
+  EXPECT_EQ(plain.port, "80");
+  EXPECT_EQ(plain.target, "/");
+  EXPECT_THROW(url::parse("https://example.com/"), std::invalid_argument);
+  EXPECT_THROW(url::parse("http://[::1/"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace amfgate::client

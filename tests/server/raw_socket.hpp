@@ -14,7 +14,17 @@ namespace amfgate::test {
 
 class raw_socket {
  public:
-  explicit raw_socket(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  /// `from`: a loopback source address of its own ("127.0.0.2"), to be another client.
+  explicit raw_socket(std::uint16_t port, const char* from = nullptr)
+      : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (from) {
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &src.sin_addr);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+        throw std::runtime_error(std::string("bind to ") + from + " failed");
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -27,6 +37,14 @@ class raw_socket {
   }
   ~raw_socket() { ::close(fd_); }
   void send(const std::string& s) { (void)::send(fd_, s.data(), s.size(), MSG_NOSIGNAL); }
+  /// What has come within `ms` (at least one read's worth, if anything came).
+  std::string read_some(int ms = 2000) {
+    timeval tv{ms / 1000, (ms % 1000) * 1000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[4096];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  }
   /// Everything until the peer closes (or 10 s pass).
   std::string read_all() {
     std::string out;

@@ -1,5 +1,6 @@
 // amfgate with test services, built with amfgate::run: the README's waiting examples, and
 // handlers that block, await or count for the execution tests (execution_test.cpp).
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
           if (ctx.abandoned()) ++count.late;
           ++count.finished;
           return ms;
+        });
+        // A reply as large as asked: for limits.max_response_bytes.
+        r.bind("Slow", "text", [](std::int32_t bytes) {
+          return std::string(static_cast<std::size_t>(std::max(bytes, 0)), 'x');
         });
         r.bind("Slow", "hold", [] {
           std::unique_lock lock(held.mutex);

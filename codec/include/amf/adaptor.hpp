@@ -76,9 +76,12 @@ struct adaptor<T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, b
   static bool from_value(const value& v, T& out) {
     if (!v.is_numeric()) return false;
     const double d = v.to_double();
-    // Integral values that T can hold (Flash sends whole Numbers as doubles too).
+    // Integral values that T can hold (Flash sends whole Numbers as doubles too). The bounds
+    // are powers of two, exact as doubles: max() is not (2^63 - 1 rounds up to 2^63, and
+    // converting 2^63 to int64_t is undefined), so the upper bound is exclusive.
+    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);
     if (std::trunc(d) != d || d < static_cast<double>(std::numeric_limits<T>::min()) ||
-        d > static_cast<double>(std::numeric_limits<T>::max())) {
+        d >= limit) {
       return false;
     }
     out = static_cast<T>(d);
