@@ -785,6 +785,7 @@ int http_server::run(router& routes) {
                    for (const auto& g : i.st.cfg.gateway_paths) p += " " + g;
                    return p;
                  }());
+  i.st.log->flush();  // the port, at once: scripts and tests read it (listen.port 0)
   i.accept();
   i.wait_for_signal();
   std::vector<std::thread> io_threads;

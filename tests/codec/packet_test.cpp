@@ -50,6 +50,21 @@ TEST(Packet, ResponsesCountTheirTopLevelArray) {
   EXPECT_FALSE((body{"/1/onResult", "null", 0, {}}.is_request()));
   EXPECT_FALSE((body{"/1/onStatus", "", 0, {}}.is_request()));
   EXPECT_TRUE((body{"null", "/3", 0, {}}.is_request()));
+  // [{}, reference 0]: in a response, reference 0 is the top-level array itself; in a request
+  // the argument array is not in the table, so reference 0 is the object.
+  const std::string value = "ffffffff 0a00000002 03 0000 09 07 0000";
+  document doc;
+  const packet response = decode_packet(
+      bytes(hex("0000 0000 0001 000b 2f312f6f6e526573756c74 0004 6e756c6c " + value)), doc);
+  const auto* top = response.bodies.at(0).val.as_array();
+  ASSERT_NE(top, nullptr);
+  EXPECT_EQ(top->dense.at(1).as_array(), top);
+  const packet request =
+      decode_packet(bytes(hex("0000 0000 0001 0005 5376632e6d 0002 2f31 " + value)), doc);
+  const auto* args = request.bodies.at(0).val.as_array();
+  ASSERT_NE(args, nullptr);
+  ASSERT_NE(args->dense.at(1).as_object(), nullptr);
+  EXPECT_EQ(args->dense.at(1).as_object(), args->dense.at(0).as_object());
 }
 
 TEST(Packet, BadVersionAndTruncation) {

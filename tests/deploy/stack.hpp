@@ -81,7 +81,7 @@ class stack {
     ::chmod(work_.c_str(), 0755);  // nginx workers may run as another user
     redis_port = free_port();
     nginx_port = free_port();
-    ports = {free_port(), free_port()};
+    ports = {0, 0};  // each instance takes one, and keeps it when restarted
     start_redis();
     for (std::size_t i = 0; i < instances.size(); ++i) start_amfgate(i);
     start_nginx();
@@ -112,8 +112,9 @@ class stack {
     cfg["log"]["access"] = false;
     const auto path = work_ / ("amfgate-" + std::to_string(i) + ".json");
     std::ofstream(path) << cfg.dump(2);
-    instances[i].start({AMFGATE_BINARY, "--config", path.string()},
-                       work_ / ("amfgate-" + std::to_string(i) + ".log"));
+    const auto log = work_ / ("amfgate-" + std::to_string(i) + ".log");
+    instances[i].start({AMFGATE_BINARY, "--config", path.string()}, log);
+    ports[i] = instances[i].listening_port();
     wait_until("amfgate", instances[i], [&] { return direct(i).get("/healthz").status == 200; });
   }
 

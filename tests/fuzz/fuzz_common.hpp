@@ -1,5 +1,6 @@
 // Round-trip fuzzing: decode; if that succeeds, encode, decode again and require the same
-// value (and a typed JSON rendering that does not throw). The input is copied to an
+// value (and a typed JSON rendering that does not throw), then encode once more and require the
+// same bytes: what amfgate writes reads back to what it wrote. The input is copied to an
 // allocation of its own size so that the sanitizers see any read past its end.
 #pragma once
 
@@ -64,6 +65,9 @@ inline void round_trip(const std::uint8_t* data, std::size_t size, format f) {
         die("body changed");
       }
     }
+    std::string again;
+    encode_packet(q, again, length_fields::as_given);
+    if (again != out) die("encode, decode, encode: the two packets differ");
     return;
   }
   const bool amf3 = f == format::amf3;
@@ -79,6 +83,9 @@ inline void round_trip(const std::uint8_t* data, std::size_t size, format f) {
                     : decode_amf0(as_bytes(out), doc2, ec, options());
   if (ec) die("re-encoded value does not decode");
   if (!equivalent(v, back)) die("value changed in a round trip");
+  std::string again;
+  amf3 ? encode_amf3(back, again) : encode_amf0(back, again);
+  if (again != out) die("encode, decode, encode: the two encodings differ");
 }
 
 }  // namespace amf::fuzz

@@ -1,7 +1,8 @@
-// Starts the real amfgate binary on a free loopback port with a config of the test's, and
-// stops it with a signal.
+// Starts the real amfgate binary on a loopback port of its choosing (port 0, read from its
+// log) with a config of the test's, and stops it with a signal.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -18,17 +19,17 @@ class daemon {
  public:
   /// `settings` are JSON members added to the config ("\"debug\": true, ...").
   /// `binary`: amfgate, or a daemon of the tests' own built with amfgate::run.
-  explicit daemon(const std::string& settings = "", const char* binary = AMFGATE_BINARY)
-      : port_(free_port()) {
+  explicit daemon(const std::string& settings = "", const char* binary = AMFGATE_BINARY) {
+    static std::atomic<int> started{0};
     const std::string base =
-        "/tmp/amfgate-test-" + std::to_string(::getpid()) + "-" + std::to_string(port_);
+        "/tmp/amfgate-test-" + std::to_string(::getpid()) + "-" + std::to_string(++started);
     config_ = base + ".json";
     log_ = base + ".log";
-    std::ofstream(config_) << "{\"listen\": {\"address\": \"127.0.0.1\", \"port\": " << port_
-                           << "}, \"threads\": 2" << (settings.empty() ? "" : ", ") << settings
-                           << "}";
+    std::ofstream(config_) << "{\"listen\": {\"address\": \"127.0.0.1\", \"port\": 0}, "
+                           << "\"threads\": 2" << (settings.empty() ? "" : ", ") << settings << "}";
     std::remove(log_.c_str());
     process_.start({binary, "--config", config_}, log_);
+    port_ = process_.listening_port();
     for (int i = 0; i < 200; ++i) {
       try {
         if (client().get("/healthz").status == 200) return;
@@ -73,7 +74,7 @@ class daemon {
   std::string log() const { return process_.log(); }
 
  private:
-  std::uint16_t port_;
+  std::uint16_t port_ = 0;
   std::string config_, log_;
   process process_;
 };

@@ -37,10 +37,11 @@ TEST(Daemon, ServesBothCallStylesOnItsDefaults) {
     }
   }
   // Flex on BlazeDS's path: ping, then RemotingMessages to both echo destinations.
-  auto pong = http.post("/messagebroker/amf", client::flex_request(std::vector{client::flex_command(
-                                                  doc, amf::flex::operation::client_ping, "")}));
+  const amf::value ping = client::flex_command(doc, amf::flex::operation::client_ping, "");
+  auto pong = http.post("/messagebroker/amf", client::flex_request(std::vector{ping}));
   auto ack = amf::flex::read(decode(pong.body, doc).bodies.at(0).val, doc);
   ASSERT_TRUE(ack);
+  EXPECT_EQ(ack->correlation_id, amf::flex::read(ping, doc)->message_id);
   const std::string dsid(ack->header("DSId").as_string());
   for (const char* destination : {"Red5Echo", "EchoService"}) {
     amf::value msg = client::flex_remoting(doc, destination, "echo", args, dsid);
@@ -61,11 +62,15 @@ TEST(Daemon, FaultsReachTheClient) {
   auto res = http.post("/gateway", client::netconnection_request("Nope.find", {}, false));
   amf::packet p = decode(res.body, doc);
   EXPECT_EQ(p.bodies.at(0).target, "/1/onStatus");
-  EXPECT_EQ(p.bodies.at(0).val.as_object()->find("code")->as_string(), "Server.ResourceNotFound");
-  res = http.post(
-      "/gateway",
-      client::flex_request(std::vector{client::flex_remoting(doc, "EchoService", "nope", {}, "")}));
+  const auto* status = p.bodies.at(0).val.as_object();
+  ASSERT_NE(status, nullptr);
+  ASSERT_NE(status->find("code"), nullptr);
+  EXPECT_EQ(status->find("code")->as_string(), "Server.ResourceNotFound");
+  const amf::value call = client::flex_remoting(doc, "EchoService", "nope", {}, "");
+  res = http.post("/gateway", client::flex_request(std::vector{call}));
   auto err = amf::flex::read(decode(res.body, doc).bodies.at(0).val, doc);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->correlation_id, amf::flex::read(call, doc)->message_id);
   EXPECT_EQ(err->kind, amf::flex::kind::error);
   EXPECT_EQ(err->fault_code, "Server.ResourceUnavailable");
 }
@@ -98,12 +103,16 @@ TEST(Daemon, LoginsSessionsAndAccessRules) {
 
   // Flex: login, call, logout, refused again.
   auto flex = d.client();
+  // The answer to `m`, which must be a Flex message correlated with it.
   auto flex_call = [&](amf::value m) {
-    return *amf::flex::read(
+    const auto reply = amf::flex::read(
         decode(flex.post("/messagebroker/amf", client::flex_request(std::vector{m})).body, doc)
             .bodies.at(0)
             .val,
         doc);
+    if (!reply) throw std::runtime_error("the answer is not a Flex message");
+    EXPECT_EQ(reply->correlation_id, amf::flex::read(m, doc)->message_id);
+    return *reply;
   };
   EXPECT_EQ(flex_call(client::flex_command(doc, amf::flex::operation::login, "", "ann", "pw"))
                 .body.as_string(),
@@ -168,14 +177,19 @@ TEST(Daemon, CrossdomainHealthAndMetrics) {
     EXPECT_NE(m.find(name), std::string::npos) << name;
   }
   EXPECT_TRUE(d.logged("\"GET /crossdomain.xml\" 200")) << d.log();
-  // The container health check asks the daemon its config runs.
-  const std::string probe = std::string(AMFGATE_BINARY) + " --config " + d.config_path() +
-                            " --healthcheck >/dev/null 2>&1";
+  // The container health check asks the daemon its config names (the test daemon took a port
+  // of its own: the probe's config names that one).
+  const std::string probe_config = d.config_path() + ".probe.json";
+  std::ofstream(probe_config) << "{\"listen\": {\"address\": \"127.0.0.1\", \"port\": " << d.port()
+                              << "}}";
+  const std::string probe =
+      std::string(AMFGATE_BINARY) + " --config " + probe_config + " --healthcheck >/dev/null 2>&1";
   EXPECT_EQ(std::system(probe.c_str()), 0);
   EXPECT_NE(m.find("amfgate_session_store_up 1"), std::string::npos);
   d.signal(SIGTERM);
   EXPECT_EQ(d.wait(), 0);
   EXPECT_NE(std::system(probe.c_str()), 0);  // nobody listening
+  std::remove(probe_config.c_str());
 }
 
 TEST(Daemon, SlowClientsAreCutOff) {

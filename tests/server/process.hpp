@@ -1,16 +1,20 @@
-// Test helpers for child processes: a free loopback port, and a program started with its
-// output in a log file, signalled and waited for.
+// Test helpers for child processes: a free loopback port (for programs that cannot take port
+// 0 and tell theirs: Redis, nginx), and a program started with its output in a log file,
+// signalled and waited for.
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -47,17 +51,23 @@ class process {
   process& operator=(const process&) = delete;
   ~process() { kill(SIGKILL); }
 
+  /// posix_spawn, not fork: the tests are threaded, and a forked child may only call
+  /// async-signal-safe functions before exec.
   void start(const std::vector<std::string>& argv, const std::filesystem::path& log) {
     log_ = log;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      std::freopen(log.c_str(), "a", stdout);
-      std::freopen(log.c_str(), "a", stderr);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      std::_Exit(127);
+    posix_spawn_file_actions_t files;
+    ::posix_spawn_file_actions_init(&files);
+    ::posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, log.c_str(),
+                                       O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::posix_spawn_file_actions_adddup2(&files, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const int err = ::posix_spawn(&pid_, args[0], &files, nullptr, args.data(), environ);
+    ::posix_spawn_file_actions_destroy(&files);
+    if (err != 0) {
+      pid_ = -1;
+      throw std::runtime_error("cannot start " + argv.at(0) + ": " + std::strerror(err));
     }
   }
   bool running() {
@@ -89,6 +99,23 @@ class process {
     return WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
   }
   std::string log() const { return std::filesystem::exists(log_) ? read_file(log_) : ""; }
+
+  /// The port amfgate took (started with listen.port 0), from its "listening on" line.
+  std::uint16_t listening_port(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    const std::string mark = "listening on ";
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      const std::string text = log();
+      if (const auto at = text.find(mark); at != std::string::npos) {
+        const auto space = text.find(' ', at + mark.size());
+        const auto colon = text.rfind(':', space);
+        return static_cast<std::uint16_t>(std::stoi(text.substr(colon + 1, space - colon - 1)));
+      }
+      if (!running()) throw std::runtime_error("exited at start:\n" + text);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    throw std::runtime_error("no \"listening on\" line in the log:\n" + log());
+  }
 
  private:
   pid_t pid_ = -1;

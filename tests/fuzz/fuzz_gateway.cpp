@@ -1,0 +1,71 @@
+// libFuzzer target: whole requests through the gateway, in process (no sockets): decode,
+// logins, sessions, access rules, echo and introspection, faults, encoding. Every input is
+// answered 200 with a packet that decodes and answers each body, or 400 with a reason.
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "../server/gateway_run.hpp"
+#include "amf/packet.hpp"
+#include "amfgate/services/builtin.hpp"
+
+namespace {
+
+using namespace amfgate;
+
+[[noreturn]] void die(const char* what) {
+  std::fprintf(stderr, "fuzz check failed: %s\n", what);
+  std::abort();
+}
+
+struct world {
+  world()
+      : sessions(64, std::chrono::minutes(1)),
+        // SHA-256 with few rounds: a login attempt costs microseconds, not a fuzzing run.
+        users({{"ann",
+                "$5$rounds=1000$fuzzsalt$mHgO0SkrCLgPfQN0WzvafcDYfx8VQqxcrLH3/VCZqKC",
+                {"admin"}}}),
+        log(std::make_shared<spdlog::logger>("fuzz",
+                                             std::make_shared<spdlog::sinks::null_sink_mt>())) {
+    cfg.debug = true;
+    cfg.small_messages = true;
+    cfg.limits.max_response_bytes = 1 << 20;
+    cfg.access["amfgate.Introspection"] = config::access_rule{true, {"admin"}};
+    services::add_echo_service(registry);
+    services::add_introspection_service(registry);
+    registry.freeze();
+  }
+  config::gateway_config cfg;
+  services::registry registry;
+  services::memory_session_store sessions;
+  services::user_table users;
+  server::worker_pool pool{2, 64};
+  server::metrics stats;
+  std::shared_ptr<spdlog::logger> log;
+  server::gateway gw{cfg, registry, sessions, users, pool, stats, log};
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static world* w = new world();  // never destroyed: its pool threads outlive main otherwise
+  server::exchange ex;
+  ex.client_address = "127.0.0.1:1";
+  server::run(w->gw, std::string(reinterpret_cast<const char*>(data), size), ex);
+  if (ex.status == 400) return 0;
+  if (ex.status != 200) die("an answer other than 200 or 400");
+  amf::document doc;
+  amf::decode_error ec;
+  amf::decode_options opt;
+  opt.classes = &w->registry.classes();
+  opt.max_depth = w->cfg.limits.max_depth;
+  const amf::packet in =
+      amf::decode_packet(std::span(reinterpret_cast<const std::byte*>(data), size), doc, ec, opt);
+  if (ec) die("answered 200, yet the request does not decode");
+  const amf::packet out = amf::decode_packet(amf::as_bytes(ex.body), doc, ec);
+  if (ec) die("the answer does not decode");
+  if (out.bodies.size() != in.bodies.size()) die("not every body is answered");
+  return 0;
+}
