@@ -40,7 +40,7 @@ void add_echo_service(registry& r) {
 }
 
 void add_introspection_service(registry& r) {
-  auto describe_one = [&r](amf::document& doc, const service_description& s) {
+  auto describe_one = [](amf::document& doc, const service_description& s) {
     auto* methods = doc.array();
     for (const auto& m : s.methods) {
       auto* o = doc.object();
