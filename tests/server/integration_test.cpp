@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <list>
 
 #include "amf/decode.hpp"
 #include "amf/flex.hpp"
@@ -104,12 +105,11 @@ TEST(Daemon, LoginsSessionsAndAccessRules) {
   // Flex: login, call, logout, refused again.
   auto flex = d.client();
   // The answer to `m`, which must be a Flex message correlated with it.
+  std::list<client::response> answers;
   auto flex_call = [&](amf::value m) {
-    const auto reply = amf::flex::read(
-        decode(flex.post("/messagebroker/amf", client::flex_request(std::vector{m})).body, doc)
-            .bodies.at(0)
-            .val,
-        doc);
+    // Kept: the decoded answer views its bytes.
+    answers.push_back(flex.post("/messagebroker/amf", client::flex_request(std::vector{m})));
+    const auto reply = amf::flex::read(decode(answers.back().body, doc).bodies.at(0).val, doc);
     if (!reply) throw std::runtime_error("the answer is not a Flex message");
     EXPECT_EQ(reply->correlation_id, amf::flex::read(m, doc)->message_id);
     return *reply;
