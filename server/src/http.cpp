@@ -764,6 +764,10 @@ worker_pool& http_server::workers() {
   return impl_->workers;
 }
 
+net::any_io_executor http_server::executor() {
+  return impl_->ioc.get_executor();
+}
+
 std::uint16_t http_server::port() const {
   return impl_->bound_port;
 }

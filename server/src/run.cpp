@@ -67,8 +67,11 @@ std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make
   return {log, access};
 }
 
+// The session store of the settings. A Redis store checks its server, then moves onto the
+// I/O threads of `io` (it is then destroyed before them).
 std::unique_ptr<amfgate::services::session_store> make_session_store(
-    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log) {
+    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log,
+    boost::asio::any_io_executor io) {
   if (s.store == "memory") {
     return std::make_unique<amfgate::services::memory_session_store>(s.max_sessions,
                                                                      s.idle_timeout);
@@ -99,6 +102,7 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   } catch (const amfgate::services::store_unavailable&) {
     // logged by on_state_change; the daemon starts anyway and reconnects when it can
   }
+  store->attach(std::move(io));
   return store;
 }
 
@@ -191,14 +195,14 @@ int run(int argc, char** argv, const setup& bind_services) {
     std::vector<amfgate::services::user_record> users;
     for (const auto& u : cfg.users) users.push_back({u.name, u.password, u.roles});
     amfgate::services::user_table auth(std::move(users));
-    const auto store = make_session_store(cfg.sessions, log);
-    auto& sessions = *store;
     // Blocks of 1 MiB and more (large bodies, replies, arenas) are mapped and unmapped on
     // their own. glibc raises this threshold each time such a block is freed, after which a
     // burst of large requests left its peak resident for good.
     mallopt(M_MMAP_THRESHOLD, 1 << 20);
     amfgate::server::metrics stats;
     amfgate::server::http_server server(cfg, stats, log, access);
+    const auto store = make_session_store(cfg.sessions, log, server.executor());
+    auto& sessions = *store;
     amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
     amfgate::server::router routes(cfg, gw, stats, sessions, server.workers(), log);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");

@@ -10,6 +10,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cctype>
@@ -117,17 +118,35 @@ struct setup_op final : redis_op {
 struct redis_session_store::impl {
   explicit impl(redis_options o)
       : opt(std::move(o)),
-        work(net::make_work_guard(ioc)),
-        watchdog(ioc),
-        thread([this] { ioc.run(); }) {}
+        work(net::make_work_guard(own)),
+        strand(net::make_strand(net::any_io_executor(own.get_executor()))),
+        thread([this] { own.run(); }) {
+    watchdog.emplace(strand);
+  }
   ~impl() {
-    net::post(ioc, [this] {
-      stopping = true;
-      watchdog.cancel();
-      if (ac) redisAsyncFree(ac);  // fails what is in flight
-    });
+    if (attached) {  // the server's threads have stopped: nothing else runs
+      close(true);
+      return;
+    }
+    net::post(own, [this] { close(true); });
     work.reset();
     thread.join();
+  }
+
+  // Closes the connection (what is in flight fails); `for_good`: nothing is sent again.
+  void close(bool for_good) {
+    stopping = for_good;
+    watchdog->cancel();
+    if (ac) redisAsyncFree(ac);
+  }
+
+  void attach(net::any_io_executor ex) {
+    net::post(own, [this] { close(false); });  // the next command connects on `ex`
+    work.reset();
+    thread.join();
+    strand = net::make_strand(std::move(ex));
+    watchdog.emplace(strand);
+    attached = true;
   }
 
   std::string where() const { return "redis " + opt.host + ":" + std::to_string(opt.port); }
@@ -148,14 +167,14 @@ struct redis_session_store::impl {
         [this](auto handler, std::vector<std::string> a) {
           using H = decltype(handler);
           auto op = std::make_unique<redis_op_for<H>>(std::move(handler));
-          net::post(ioc, [this, op = std::move(op), a = std::move(a)]() mutable {
+          net::post(strand, [this, op = std::move(op), a = std::move(a)]() mutable {
             send(std::move(op), a);
           });
         },
         net::use_awaitable, std::move(args));
   }
 
-  // Everything below runs on the store's thread.
+  // Everything below runs on the strand.
 
   void send(std::unique_ptr<redis_op> op, const std::vector<std::string>& args) {
     if (down && clock::now() < retry_at) return op->complete(where() + ": " + last_error, {});
@@ -191,7 +210,7 @@ struct redis_session_store::impl {
     ac->ev.addWrite = [](void* p) { static_cast<impl*>(p)->want(false, true); };
     ac->ev.delWrite = [](void* p) { static_cast<impl*>(p)->want(false, false); };
     ac->ev.cleanup = [](void* p) { static_cast<impl*>(p)->freed(); };
-    fd.emplace(ioc, ac->c.fd);
+    fd.emplace(strand, ac->c.fd);
     redisAsyncSetConnectCallback(ac, [](const redisAsyncContext* c, int status) {
       auto* self = static_cast<impl*>(c->data);
       if (status != REDIS_OK) self->lost(c->errstr ? c->errstr : "cannot connect");
@@ -298,9 +317,9 @@ struct redis_session_store::impl {
   void watch() {
     if (watching || stopping) return;
     watching = true;
-    watchdog.expires_after(std::min(opt.connect_timeout, opt.command_timeout) / 4 +
-                           std::chrono::milliseconds(1));
-    watchdog.async_wait([this](boost::system::error_code ec) {
+    watchdog->expires_after(std::min(opt.connect_timeout, opt.command_timeout) / 4 +
+                            std::chrono::milliseconds(1));
+    watchdog->async_wait([this](boost::system::error_code ec) {
       watching = false;
       if (ec || !ac) return;
       const auto now = clock::now();
@@ -315,9 +334,11 @@ struct redis_session_store::impl {
   }
 
   redis_options opt;
-  net::io_context ioc;
+  net::io_context own;  ///< the store's own thread's, until `attach`
   net::executor_work_guard<net::io_context::executor_type> work;
-  net::steady_timer watchdog;
+  net::strand<net::any_io_executor> strand;  ///< where all of the below is used
+  std::optional<net::steady_timer> watchdog;
+  bool attached = false;
   redisAsyncContext* ac = nullptr;
   std::optional<net::posix::stream_descriptor> fd;
   bool reading = false, writing = false, want_read = false, want_write = false;
@@ -386,31 +407,35 @@ net::awaitable<std::size_t> redis_session_store::async_size() {
   co_return count;
 }
 
-// The synchronous calls run the asynchronous ones on the store's thread and wait.
+void redis_session_store::attach(boost::asio::any_io_executor executor) {
+  impl_->attach(std::move(executor));
+}
+
+// The synchronous calls run the asynchronous ones on the store's strand and wait.
 namespace {
 template <class T>
-T wait_for(net::io_context& ioc, net::awaitable<T> a) {
-  return net::co_spawn(ioc, std::move(a), net::use_future).get();
+T wait_for(const net::strand<net::any_io_executor>& strand, net::awaitable<T> a) {
+  return net::co_spawn(strand, std::move(a), net::use_future).get();
 }
 }  // namespace
 
 std::optional<session> redis_session_store::find(const std::string& id) {
-  return wait_for(impl_->ioc, async_find(id));
+  return wait_for(impl_->strand, async_find(id));
 }
 session redis_session_store::create() {
-  return wait_for(impl_->ioc, async_create());
+  return wait_for(impl_->strand, async_create());
 }
 void redis_session_store::save(const session& s) {
-  wait_for(impl_->ioc, async_save(s));
+  wait_for(impl_->strand, async_save(s));
 }
 void redis_session_store::remove(const std::string& id) {
-  wait_for(impl_->ioc, async_remove(id));
+  wait_for(impl_->strand, async_remove(id));
 }
 std::size_t redis_session_store::size() {
-  return wait_for(impl_->ioc, async_size());
+  return wait_for(impl_->strand, async_size());
 }
 void redis_session_store::ping() {
-  wait_for(impl_->ioc, [](impl& i) -> net::awaitable<void> {
+  wait_for(impl_->strand, [](impl& i) -> net::awaitable<void> {
     std::vector<std::string> args{"PING"};
     co_await i.command(std::move(args));
   }(*impl_));

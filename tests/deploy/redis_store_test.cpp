@@ -152,6 +152,41 @@ TEST_F(RedisStore, ConcurrentAsyncCallsArePipelinedAndAnsweredInTurn) {
   EXPECT_LT(std::chrono::steady_clock::now() - t, 2s);
 }
 
+// Attached to an I/O context (as the daemon attaches it to its own), the store has no thread
+// of its own: its socket, its timer and the callers all run on that context, here on this
+// test's thread alone.
+TEST_F(RedisStore, AnAttachedStoreRunsOnTheCallersThreads) {
+  boost::asio::io_context io;  // declared first: the store goes before it
+  redis_session_store store(options());
+  std::vector<services::session> made;
+  for (int i = 0; i < 100; ++i) made.push_back(store.create());
+  store.attach(io.get_executor());
+  int right = 0, saved = 0;
+  const auto here = std::this_thread::get_id();
+  for (const auto& m : made) {
+    boost::asio::co_spawn(
+        io,
+        [&store, &right, &saved, &m, here]() -> boost::asio::awaitable<void> {
+          const auto s = co_await store.async_find(m.id);
+          if (!s) co_return;
+          if (s->id == m.id && std::this_thread::get_id() == here) ++right;
+          auto again = *s;
+          again.flex_client_id = "saved";
+          co_await store.async_save(again);
+          ++saved;
+        },
+        boost::asio::detached);
+  }
+  // The store's socket keeps the context busy: run it until every call is done.
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (saved < 100 && std::chrono::steady_clock::now() < end) io.run_one_for(100ms);
+  EXPECT_EQ(right, 100);
+  EXPECT_EQ(saved, 100);
+  // Read back by a store of its own thread.
+  redis_session_store other(options());
+  EXPECT_EQ(other.find(made[99].id)->flex_client_id, "saved");
+}
+
 // A Redis that stops answering (SIGSTOP) fails calls after the command timeout, not later,
 // and once it answers again so does the store.
 TEST_F(RedisStore, AHungRedisTimesOut) {

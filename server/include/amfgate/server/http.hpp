@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <functional>
@@ -84,6 +85,8 @@ class http_server {
   ~http_server();
 
   worker_pool& workers();
+  /// The I/O context's executor (for what should run on the I/O threads: the Redis store).
+  boost::asio::any_io_executor executor();
   /// Binds (throws on failure), then serves `routes` on `cfg.threads` threads until stopped;
   /// then stops the worker pool, waiting for the handlers that run. Returns the exit status.
   int run(router& routes);

@@ -4,7 +4,9 @@
 // Each session is one key, `<prefix><id>`, holding JSON, with an expiry equal to the idle
 // timeout that every use renews (GETEX). The client is hiredis's asynchronous context driven
 // by Asio on a thread of the store's own: one connection, commands pipelined on it, replies
-// handed back to the awaiting coroutine's executor, so no thread ever waits for Redis. A
+// handed back to the awaiting coroutine's executor, so no thread ever waits for Redis. The
+// daemon then moves the store onto its own I/O threads (`attach`), so that a command costs
+// no hop to another thread and back. A
 // connect or command timeout drops the connection (its commands fail); when Redis cannot be
 // reached every call throws `store_unavailable`, and for a second after a failure calls fail
 // at once instead of each waiting for its own timeout. A connection that Redis closes while
@@ -12,6 +14,7 @@
 // tools, the check at start) run the same commands and wait for them.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -55,6 +58,13 @@ class redis_session_store : public session_store {
 
   /// One round trip (PING); throws store_unavailable.
   void ping();
+
+  /// Moves the store from its own thread onto a strand of `executor` (the server's I/O
+  /// context) and ends that thread; the connection is made again there. Call once, with
+  /// nothing in flight, before `executor` runs requests. Afterwards, a synchronous call must
+  /// not be made from a thread that `executor` needs to answer it; and the store must be
+  /// destroyed before the I/O context (after it has stopped).
+  void attach(boost::asio::any_io_executor executor);
 
   /// "redis host:port".
   std::string where() const;
