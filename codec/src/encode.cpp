@@ -303,7 +303,12 @@ void writer::amf3(const value& v) {
       auto* a = v.as_array();
       if (amf3_reference(a)) return;
       u29((static_cast<std::uint32_t>(a->dense.size()) << 1) | 1);
+      // A member named "" has no AMF3 encoding: the empty name ends the associative part (and
+      // the dynamic members below), and what follows it would be misread. Such members (a
+      // handler's map with a "" key, typed JSON) are left out. AMF0 has the marker after an
+      // empty name to tell the end from a member, and keeps them.
       for (const auto& m : a->assoc) {
+        if (m.name.empty()) continue;
         string3(m.name);
         amf3(m.val);
       }
@@ -321,6 +326,7 @@ void writer::amf3(const value& v) {
       }
       if (o->cls->dynamic) {
         for (const auto& m : o->dynamic) {
+          if (m.name.empty()) continue;
           string3(m.name);
           amf3(m.val);
         }

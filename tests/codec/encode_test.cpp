@@ -58,6 +58,18 @@ TEST(Encode, StringReferencesButNeverForTheEmptyString) {
   EXPECT_EQ(amf3_hex(value::of(a)), "090901060106010603610600");
 }
 
+// In AMF3 an empty member name ends an object's members: such a member is left out (fuzz_json
+// built {"": 615}, whose encoding did not decode). AMF0 tells the end by the marker after it,
+// and keeps the member (RocketAMF's amf0-empty-string-key-hash fixture has one).
+TEST(Encode, MembersNamedEmptyAreLeftOut) {
+  document doc;
+  object_node* o = doc.object();
+  o->dynamic.push_back({"", value::number(615)});
+  o->dynamic.push_back({"a", value::integer(1)});
+  EXPECT_EQ(amf0_hex(value::of(o)), "030000004083380000000000000161003ff0000000000000000009");
+  EXPECT_EQ(amf3_hex(value::of(o)), "0a0b010361040101");
+}
+
 TEST(Encode, ObjectAndTraitReferences) {
   document doc;
   const traits* t = doc.make_traits("", false, {"a"});
