@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <unordered_set>
 
 #include "charset.hpp"
@@ -384,6 +385,24 @@ void reader::fail(const std::string& message) const {
   throw error((p.empty() ? "/" : p) + ": " + message);
 }
 
+template <class T>
+T reader::integer(const ordered_json& v) const {
+  using limits = std::numeric_limits<T>;
+  bool fits = false;
+  if (v.is_number_unsigned()) {
+    fits = v.get<std::uint64_t>() <= static_cast<std::uint64_t>(limits::max());
+  } else if (v.is_number_integer()) {
+    const auto n = v.get<std::int64_t>();
+    fits = n < 0 ? limits::is_signed && n >= static_cast<std::int64_t>(limits::min())
+                 : static_cast<std::uint64_t>(n) <= static_cast<std::uint64_t>(limits::max());
+  }
+  if (!fits) {
+    fail("expected an integer from " + std::to_string(limits::min()) + " to " +
+         std::to_string(limits::max()) + ", got " + v.dump().substr(0, 40));
+  }
+  return v.get<T>();
+}
+
 void reader::reset() {
   amf0_.clear();
   amf3_.clear();
@@ -417,9 +436,9 @@ amf::packet reader::packet(const ordered_json& j) {
   };
   auto length = [&](const ordered_json& o) {
     if (!o.contains("length")) return unknown_length;
-    return o["length"].get<std::uint32_t>();
+    return integer<std::uint32_t>(o["length"]);
   };
-  p.version = field(j, "version").get<std::uint16_t>();
+  p.version = integer<std::uint16_t>(field(j, "version"));
   const auto& headers = field(j, "headers");
   for (std::size_t i = 0; i < headers.size(); ++i) {
     path_segment s(*this, "headers/" + std::to_string(i));
@@ -506,19 +525,20 @@ value reader::special(const ordered_json& j, const std::string& key, bool amf3) 
   };
   path_segment seg(*this, key);
   if (key == "$ref") {
-    auto n = x.get<std::size_t>();
+    auto n = integer<std::size_t>(x);
     if (n >= table.size()) fail("reference " + std::to_string(n) + " beyond the table");
     return value::of(table[n]);
   }
   if (key == "$undefined") return value::undefined();
   if (key == "$unsupported") return value::unsupported();
-  if (key == "$int") return value::integer(x.get<std::int32_t>());
+  if (key == "$int") return value::integer(integer<std::int32_t>(x));
   if (key == "$double") return value::number(as_double(j));
   if (key == "$badutf8") return doc_.string(string_of(j));
   if (key == "$longstring") return doc_.string(string_of(x)).with_flags(value::long_string);
   if (key == "$amf3") return parse(x, true).with_flags(value::avmplus);
   if (key == "$date") {
-    auto* d = doc_.create<date_node>(as_double(x), static_cast<std::int16_t>(j.value("$tz", 0)));
+    auto* d = doc_.create<date_node>(
+        as_double(x), j.contains("$tz") ? integer<std::int16_t>(j["$tz"]) : std::int16_t{0});
     table.push_back(d);
     return value::of(d);
   }
@@ -560,10 +580,10 @@ value reader::special(const ordered_json& j, const std::string& key, bool amf3) 
     for (const auto& item : j.at("$items")) {
       switch (t) {
         case type::vector_int:
-          v->ints.push_back(item.get<std::int32_t>());
+          v->ints.push_back(integer<std::int32_t>(item));
           break;
         case type::vector_uint:
-          v->uints.push_back(item.get<std::uint32_t>());
+          v->uints.push_back(integer<std::uint32_t>(item));
           break;
         case type::vector_double:
           v->doubles.push_back(as_double(item));
@@ -652,7 +672,7 @@ value reader::external(const ordered_json& j, traits* t) {
       op.kind = static_cast<external_op::kind_t>(k);
       std::size_t arg = 1;
       if (op.kind == external_op::utf_bytes || op.kind == external_op::multi_byte) {
-        op.length = o.at(arg++).get<std::uint32_t>();
+        op.length = integer<std::uint32_t>(o.at(arg++));
       }
       if (op.kind == external_op::multi_byte)
         op.charset = doc_.copy(o.at(arg++).get<std::string>());
@@ -662,7 +682,7 @@ value reader::external(const ordered_json& j, traits* t) {
           op.val = value::boolean(v.get<bool>());
           break;
         case external_op::unsigned_int:
-          op.val = value::number(v.get<std::uint32_t>());
+          op.val = value::number(integer<std::uint32_t>(v));
           break;
         case external_op::float_:
         case external_op::double_:
@@ -677,7 +697,7 @@ value reader::external(const ordered_json& j, traits* t) {
           op.val = parse(v, true);
           break;
         default:
-          op.val = value::integer(v.get<std::int32_t>());
+          op.val = value::integer(integer<std::int32_t>(v));
           break;
       }
       e->ops.push_back(op);
@@ -698,7 +718,7 @@ value reader::external(const ordered_json& j, traits* t) {
       for (int level = 0; level < 3; ++level) {
         const char* name = level_name(level, third);
         if (!x["$flags"].contains(name)) continue;
-        for (const auto& b : x["$flags"][name]) e->flags[level].push_back(b.get<std::uint8_t>());
+        for (const auto& b : x["$flags"][name]) e->flags[level].push_back(integer<std::uint8_t>(b));
       }
     }
   } else {

@@ -71,6 +71,24 @@ TEST(Json, ErrorsNameTheirPath) {
   EXPECT_THROW(json::from_hex("0g"), json::error);
 }
 
+// Integers out of their field's range are refused, not converted (fuzz_json: {"$int": 3e105}
+// was a double converted to int32_t, undefined behaviour).
+TEST(Json, IntegersOutOfRangeAreErrors) {
+  document doc;
+  json::reader r(doc);
+  try {
+    r.amf3(ordered_json::parse(R"([{"$int": 3e105}])"));
+    FAIL() << "no error";
+  } catch (const json::error& e) {
+    EXPECT_STREQ(e.what(),
+                 "/0/$int: expected an integer from -2147483648 to 2147483647, got 3e+105");
+  }
+  EXPECT_THROW(r.amf3(ordered_json::parse(R"({"$int": 4294967296})")), json::error);
+  EXPECT_THROW(r.amf3(ordered_json::parse(R"({"$ref": -1})")), json::error);
+  EXPECT_THROW(r.amf0(ordered_json::parse(R"({"$date": 0.0, "$tz": 40000})")), json::error);
+  EXPECT_EQ(r.amf3(ordered_json::parse(R"({"$int": -5})")).as_int(), -5);
+}
+
 TEST(Json, EveryKindRoundTripsThroughJson) {
   for (const char* file :
        {"rocketamf/objects/amf3-dictionary.bin", "rocketamf/objects/amf3-vector-object.bin",

@@ -67,6 +67,10 @@ class reader {
   value object(const ordered_json& j, bool amf3);
   value external(const ordered_json& j, traits* t);
   [[noreturn]] void fail(const std::string& message) const;
+  /// `v` as a T, if it is an integer that T holds; else `fail` (nlohmann's get<T> would
+  /// convert a double or a wider integer unchecked, undefined for out-of-range doubles).
+  template <class T>
+  T integer(const ordered_json& v) const;
 
   struct path_segment;
   document& doc_;
