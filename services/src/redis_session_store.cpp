@@ -254,7 +254,20 @@ struct redis_session_store::impl {
   // hiredis wants (or no longer wants) to know when the socket is readable or writable.
   void want(bool read, bool on) {
     (read ? want_read : want_write) = on;
+    if (!read && on && connected) return flush_soon();
     arm(read);
+  }
+  // A connected socket is nearly always writable: the commands of this turn go out together
+  // once it ends, without a round through the reactor first; only a full socket buffer waits.
+  void flush_soon() {
+    if (flush_posted) return;
+    flush_posted = true;
+    net::post(strand, [this] {
+      flush_posted = false;
+      if (!ac || !want_write) return;
+      redisAsyncHandleWrite(ac);
+      if (ac && want_write) arm(false);
+    });
   }
   void arm(bool read) {
     bool& waiting = read ? reading : writing;
@@ -342,7 +355,7 @@ struct redis_session_store::impl {
   redisAsyncContext* ac = nullptr;
   std::optional<net::posix::stream_descriptor> fd;
   bool reading = false, writing = false, want_read = false, want_write = false;
-  bool connected = false, watching = false, stopping = false;
+  bool connected = false, watching = false, stopping = false, flush_posted = false;
   clock::time_point connecting_since;
   std::deque<std::unique_ptr<redis_op>> inflight;  // in the order sent: Redis answers so
   bool down = false;
