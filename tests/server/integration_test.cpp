@@ -227,7 +227,9 @@ TEST(Daemon, ConnectionsAreLimited) {
   const auto refused = other.read_all();
   EXPECT_TRUE(refused.starts_with("HTTP/1.1 503"));
   EXPECT_NE(refused.find("kept for /healthz"), std::string::npos);
-  // Past those, 503 at once.
+  // Past those, 503 at once. (The two connections above give their slots back when the daemon
+  // has finished with them, a moment after they close.)
+  std::this_thread::sleep_for(milliseconds(300));
   std::vector<std::unique_ptr<raw_socket>> held;
   for (int i = 0; i < 4; ++i) held.push_back(std::make_unique<raw_socket>(d.port()));
   raw_socket over(d.port());
