@@ -1,5 +1,7 @@
 #include "amf/flex.hpp"
 
+#include <cmath>
+
 #include <random>
 
 namespace amf::flex {
@@ -78,8 +80,13 @@ std::optional<message> read(const value& v, document& doc) {
       m.source = value_of(member_of(*o, "source"));
       break;
     case kind::command:
+      // A whole number in range, else the operation stays unknown (10000): converting a
+      // double out of int32_t's range is undefined (fuzz_gateway sent 1e300).
       if (const value* op = member_of(*o, "operation"); op && op->is_numeric()) {
-        m.command = static_cast<std::int32_t>(op->to_double());
+        const double d = op->to_double();
+        if (d >= -0x1p31 && d < 0x1p31 && std::trunc(d) == d) {
+          m.command = static_cast<std::int32_t>(d);
+        }
       }
       break;
     case kind::error:

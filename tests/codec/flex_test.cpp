@@ -31,6 +31,25 @@ TEST(Flex, ReadsAFlashPingCommand) {
   EXPECT_EQ(m->header("DSMessagingVersion").as_int(), 1);
 }
 
+// An operation that is not a whole int32 is unknown (10000), not converted (fuzz_gateway: 1e300
+// was converted to int32_t, undefined behaviour).
+TEST(Flex, OperationsOutOfRangeAreUnknown) {
+  for (const double op : {1e300, -0x1p31 - 1, 0x1p31, 2.5}) {
+    document doc;
+    flex::message in;
+    in.kind = flex::kind::command;
+    in.command = 5;
+    value v = flex::make(doc, in);
+    auto* o = v.as_object();
+    for (std::size_t i = 0; i < o->cls->sealed.size(); ++i) {
+      if (o->cls->sealed[i] == "operation") o->sealed[i] = value::number(op);
+    }
+    auto m = flex::read(v, doc);
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->command, static_cast<int>(flex::operation::unknown)) << op;
+  }
+}
+
 TEST(Flex, ReadsARemotingMessage) {
   document doc;
   std::string keep;
