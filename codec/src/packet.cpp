@@ -97,8 +97,12 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths, std
   w.u16(static_cast<unsigned>(p.bodies.size()));
   std::size_t wasted = 0;
   for (std::size_t i = 0; i < p.bodies.size(); ++i) {
+    if (!oversize) {
+      write_body(p.bodies[i]);
+      continue;
+    }
     const std::size_t at = out.size();
-    if (oversize && wasted < max_bytes) {
+    if (wasted < max_bytes) {
       try {
         w.limit(max_bytes);
         write_body(p.bodies[i]);
@@ -107,11 +111,8 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths, std
         wasted += out.size() - at;
         out.resize(at);
       }
-    } else if (!oversize) {
-      write_body(p.bodies[i]);
-      continue;
     }
-    w.limit(static_cast<std::size_t>(-1));
+    w.limit(static_cast<std::size_t>(-1));  // the substitute is written whole
     write_body(oversize(i));
   }
 }
