@@ -269,15 +269,18 @@ struct shared_state {
     if (--it->second.connections == 0 && it->second.requests == 0) clients.erase(it);
   }
   /// A request of `address` begins, unless it has limits.max_requests_per_client already.
+  /// With no such limit (0), nothing is counted: no lock on every request.
   bool begin_request(const std::string& address) {
+    const auto max = cfg.limits.max_requests_per_client;
+    if (max == 0) return true;
     std::lock_guard lock(mutex);
     auto& c = clients[address];
-    const auto max = cfg.limits.max_requests_per_client;
-    if (max != 0 && c.requests >= max) return false;
+    if (c.requests >= max) return false;
     ++c.requests;
     return true;
   }
   void end_request(const std::string& address) {
+    if (cfg.limits.max_requests_per_client == 0) return;
     std::lock_guard lock(mutex);
     auto it = clients.find(address);
     if (--it->second.requests == 0 && it->second.connections == 0) clients.erase(it);
