@@ -292,6 +292,17 @@ void apply(walker& w, const json& j, gateway_config& c) {
                c.access[target] = r;
              }
            }},
+          {"services",
+           [&](const json& v, const std::string& p) {
+             if (!v.is_object()) return w.fail(p, "an object of \"Service\": its settings", v);
+             for (const auto& [name, section] : v.items()) {
+               if (section.is_object()) {
+                 c.services[name] = section.dump();
+               } else {
+                 w.fail(p + "/" + name, "an object (the service's own settings)", section);
+               }
+             }
+           }},
       });
 }
 
@@ -311,6 +322,8 @@ json to_json(const gateway_config& c) {
   }
   json timeouts = json::object();
   for (const auto& [k, ms] : c.limits.call_timeouts) timeouts[k] = ms.count();
+  json services = json::object();
+  for (const auto& [name, text] : c.services) services[name] = json::parse(text);
   json cross = nullptr;
   if (c.crossdomain) {
     cross = {{"allow_domains", c.crossdomain->allow_domains},
@@ -366,6 +379,7 @@ json to_json(const gateway_config& c) {
       {"small_messages", c.small_messages},
       {"users", users},
       {"access", access},
+      {"services", services},
   };
 }
 

@@ -165,33 +165,45 @@ int run(int argc, char** argv, const setup& bind_services) {
   }
 
   amfgate::config::gateway_config cfg;
+  const std::string source = config_file.empty() ? "built-in defaults" : config_file;
+  const auto settings_error = [&](const amfgate::config::error& e) {
+    std::cerr << "amfgate: " << source << ":\n";
+    for (const auto& line : e.errors()) std::cerr << "  " << line << "\n";
+    return 1;
+  };
   try {
     if (!config_file.empty()) cfg = amfgate::config::load(config_file);
   } catch (const amfgate::config::error& e) {
-    std::cerr << "amfgate: " << (config_file.empty() ? "defaults" : config_file) << ":\n";
-    for (const auto& line : e.errors()) std::cerr << "  " << line << "\n";
-    return 1;
+    return settings_error(e);
   }
   if (print) {
     std::cout << amfgate::config::to_json_text(cfg);
     return 0;
   }
   if (health) return healthcheck(cfg.listen);
+
+  // The application's services are bound before anything starts, and under --check-config
+  // too: their setup reads their own settings ("services"), whose errors count like ours.
+  amfgate::services::registry services;
+  try {
+    amfgate::services::add_echo_service(services);
+    if (bind_services) bind_services(services, cfg);
+    if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
+    services.freeze();
+  } catch (const amfgate::config::error& e) {
+    return settings_error(e);
+  } catch (const std::exception& e) {
+    std::cerr << "amfgate: cannot bind the services: " << e.what() << "\n";
+    return 1;
+  }
   if (check) {
-    std::cout << "amfgate: " << (config_file.empty() ? "built-in defaults" : config_file)
-              << ": ok\n";
+    std::cout << "amfgate: " << source << ": ok\n";
     return 0;
   }
 
   auto [log, access] = make_loggers(cfg.log);
   int status = 1;
   try {
-    amfgate::services::registry services;
-    amfgate::services::add_echo_service(services);
-    if (bind_services) bind_services(services, cfg);
-    if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
-    services.freeze();
-
     std::vector<amfgate::services::user_record> users;
     for (const auto& u : cfg.users) users.push_back({u.name, u.password, u.roles});
     amfgate::services::user_table auth(std::move(users));

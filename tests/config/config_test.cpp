@@ -1,5 +1,7 @@
 #include "amfgate/config.hpp"
 
+#include "amfgate/service_settings.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -67,6 +69,38 @@ TEST(Config, RedisSessionStore) {
   ASSERT_EQ(e.size(), 2u);
   EXPECT_EQ(e[0], "/sessions/store: expected one of memory, redis, got \"memcached\"");
   EXPECT_EQ(e[1], "/sessions/redis/db: expected an integer from 0 to 15, got 99");
+}
+
+TEST(Config, EachServiceReadsItsOwnSectionWithPathNamedErrors) {
+  const gateway_config c = parse(R"({"services": {"ContactService": {"database": "/var/lib/c.db",
+      "max_results": 50, "readonly": "yes", "colour": 1}}})");
+  service_settings s(c, "ContactService");
+  EXPECT_EQ(s.string("database", "contacts.db"), "/var/lib/c.db");
+  EXPECT_EQ(s.integer("max_results", 100, 1, 1000), 50);
+  EXPECT_EQ(s.integer("page", 20, 1, 1000), 20);  // absent: the service's default
+  EXPECT_TRUE(s.boolean("readonly", true));       // wrong type: the default, and an error
+  s.fail("database", "cannot be opened");
+  try {
+    s.check();
+    FAIL() << "check() passed a section with errors";
+  } catch (const error& e) {
+    EXPECT_EQ(e.errors(), (std::vector<std::string>{
+                              "/services/ContactService/readonly: expected true or false, got "
+                              "\"yes\"",
+                              "/services/ContactService/database: cannot be opened",
+                              "/services/ContactService/colour: unknown key"}));
+  }
+  service_settings none(c, "Other");
+  EXPECT_TRUE(none.json().empty());
+  EXPECT_NO_THROW(none.check());
+  service_settings big(parse(R"({"services": {"X": {"n": 18446744073709551615}}})"), "X");
+  EXPECT_EQ(big.integer("n", 7, -1, 10), 7);
+  EXPECT_THROW(big.check(), error);
+  EXPECT_EQ(errors_of(R"({"services": {"X": 5}})"),
+            std::vector<std::string>{
+                "/services/X: expected an object (the service's own settings), got 5"});
+  // --print-config shows the sections as they were given.
+  EXPECT_NE(to_json_text(c).find("\"max_results\": 50"), std::string::npos);
 }
 
 std::string read(const std::string& path) {

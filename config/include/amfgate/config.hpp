@@ -136,6 +136,9 @@ struct gateway_config {
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
   std::vector<user> users;
   std::map<std::string, access_rule> access;
+  /// Each application service's own settings, "services": {"<Name>": {...}}, kept as JSON
+  /// text for the service's setup to read (amfgate/service_settings.hpp).
+  std::map<std::string, std::string> services;
 
   bool introspection_enabled() const { return introspection.value_or(debug); }
   /// The deadline of `service`.`method` (zero: none).
