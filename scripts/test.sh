@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the unit and conformance suites, the live-daemon, EchoTest and deployment
 # suites and the fuzz replays under ASan+UBSan (g++), the release build and .deb with the
-# packaging checks, a benchmark smoke run (each case checks its own result),
+# packaging checks, the contacts example built against the installed package, a benchmark
+# smoke run (each case checks its own result),
 # each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
 # and clang-format. Prints "N passed, M failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -55,6 +56,27 @@ release() {
   scripts/build-release.sh && tests/deploy/check-packaging.sh build/release
 }
 step "release build, .deb and packaging checks" release
+# The examples, copied out of the checkout and built against the release tree installed to a
+# temporary prefix (`cmake --install --component dev`, what amfgate-dev holds): the contacts
+# daemon with its own test, and the codec alone (COMPONENTS codec) on a corpus packet.
+examples() {
+  local work
+  work=$(mktemp -d)
+  cp -r examples "$work/src" &&
+    cmake --install build/release --prefix "$work/prefix" --component dev >/dev/null &&
+    { cmake -S "$work/src/contacts" -B "$work/contacts" -DCMAKE_PREFIX_PATH="$work/prefix" &&
+      cmake --build "$work/contacts" -j"$jobs" &&
+      cmake -S "$work/src/codec" -B "$work/codec" -DCMAKE_PREFIX_PATH="$work/prefix" &&
+      cmake --build "$work/codec"; } >"$work/build.log" 2>&1 ||
+    { tail -50 "$work/build.log"; return 1; }
+  (cd "$work/contacts" && ctest --output-on-failure) || return 1
+  local targets
+  targets=$("$work/codec/amftargets" "$shared/corpus/rocketamf/request/multiple-simple-request.bin")
+  echo "$targets"
+  grep -qx 'body TestController.test2 -> /2' <<<"$targets" || return 1
+  rm -rf "$work"
+}
+step "the examples against the installed package" examples
 bench_smoke() {
   mkdir -p build/bench
   if ! { cmake -S . -B build/bench -DAMFGATE_SHARED_DIR="$shared" -DCMAKE_BUILD_TYPE=Release \

@@ -7,7 +7,9 @@
 #     package of every shared library the release binary links (but the C and C++ runtimes
 #     that every Debian image has);
 #  3. the .deb that scripts/build-release.sh made holds the binary, the config and the unit,
-#     and its binary and config work once unpacked.
+#     and its binary and config work once unpacked;
+#  4. amfgate-dev holds the headers, static libraries and CMake package, depends on the -dev
+#     packages that the package finds, and has the version of amfgate.
 #   check-packaging.sh [BUILD_DIR]   (default build/release)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -76,5 +78,22 @@ if [ -f "$deb" ]; then
     [ -z "$complaints" ] || echo "$complaints"
   fi
   rm -rf "$unpacked"
+fi
+
+# 4. The amfgate-dev package (the test command builds the example against the same tree).
+dev=$(ls "$build"/amfgate-dev_*.deb 2>/dev/null | head -1)
+check "the -dev .deb was built" test -f "$dev"
+if [ -f "$dev" ]; then
+  contents=$(dpkg-deb -c "$dev")
+  for f in ./usr/include/amfgate/run.hpp ./usr/include/amfgate/service_settings.hpp \
+    ./usr/include/amf/value.hpp ./usr/lib/libamf_codec.a ./usr/lib/libamfgate_daemon.a \
+    ./usr/lib/cmake/amfgate/amfgateConfig.cmake ./usr/lib/cmake/amfgate/amfgateTargets.cmake; do
+    check "-dev .deb holds $f" grep -q " $f\$" <<<"$contents"
+  done
+  for p in libboost1.81-dev libspdlog-dev nlohmann-json3-dev libhiredis-dev libcrypt-dev; do
+    check "-dev .deb depends on $p" bash -c "dpkg-deb -f '$dev' Depends | grep -qw -- '$p'"
+  done
+  check "both packages have one version" \
+    test "$(dpkg-deb -f "$deb" Version)" = "$(dpkg-deb -f "$dev" Version)"
 fi
 exit $failed
