@@ -134,13 +134,14 @@ Contact ContactService::get(std::int32_t id) const {
 
 Contact ContactService::save(Contact c) {
   if (c.name.empty()) throw fault("Contact.Invalid", "a contact needs a name");
-  c.updated =
+  const auto now =
       std::chrono::time_point_cast<std::chrono::milliseconds>(std::chrono::system_clock::now());
+  c.updated = now;
   if (c.id == 0) {
     statement s(db_,
                 "insert into contacts (name, email, phone, notes, updated) values (?, ?, ?, ?, ?) "
                 "returning id");
-    s.bind(c.name).bind(c.email).bind(c.phone).bind(c.notes).bind(millis(c.updated));
+    s.bind(c.name).bind(c.email).bind(c.phone).bind(c.notes).bind(millis(now));
     // "returning": the connection is shared, so its last_insert_rowid may be another call's.
     s.step();
     c.id = static_cast<std::int32_t>(s.integer(0));
@@ -153,7 +154,7 @@ Contact ContactService::save(Contact c) {
       .bind(c.email)
       .bind(c.phone)
       .bind(c.notes)
-      .bind(millis(c.updated))
+      .bind(millis(now))
       .bind(std::int64_t{c.id});
   if (!s.step()) throw not_found(c.id);
   return c;

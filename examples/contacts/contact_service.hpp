@@ -22,7 +22,8 @@ struct Contact {
   std::string email;
   std::string phone;
   std::optional<std::string> notes;
-  std::chrono::system_clock::time_point updated;  ///< set by save()
+  /// Set by save(); a new contact from a Flex client has null (an unset Date).
+  std::optional<std::chrono::system_clock::time_point> updated;
 };
 
 /// The contacts in one SQLite database file. Every method blocks on the database, so the
