@@ -512,8 +512,12 @@ net::awaitable<amf::value> gateway::call_netconnection(request_ptr rq, const amf
     method = target.substr(dot + 1);
   }
   const auto args = arguments(b.val);
-  // Answer in the encoding of the call: AMF3 when the arguments came behind the switch.
-  bool amf3 = rq->packet.version == 3 && args.empty();
+  // Answer in the encoding of the call, for each layout that clients send: AMF3 when the
+  // arguments came behind the switch, one switch before each (Flash Player) or one before the
+  // whole argument array (Apache Royale's AMFNetConnection: 11 09 ...); AMF0 arguments get
+  // AMF0, in a version-0 packet (Ruffle) or a version-3 one. No arguments in a version-3
+  // packet: AMF3, as Flash Player expects.
+  bool amf3 = b.val.has_flag(amf::value::avmplus) || (rq->packet.version == 3 && args.empty());
   for (const auto& a : args) amf3 |= a.has_flag(amf::value::avmplus);
   auto encoded = [&](amf::value v) {
     return amf3 ? v.with_flags(v.flags() | amf::value::avmplus) : v;

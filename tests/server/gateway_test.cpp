@@ -97,6 +97,63 @@ TEST_F(Gateway, NetConnectionResultsAndTypedObjects) {
   EXPECT_EQ(p.bodies[0].val.as_string(), "hi");
 }
 
+// A one-body NetConnection request with `args` as the body's value bytes, as each client lays
+// them out.
+std::string netconnection_bytes(std::uint16_t version, std::string_view target,
+                                std::string_view args) {
+  std::string p{char(version >> 8), char(version & 0xff), 0, 0, 0, 1};
+  p += {char(target.size() >> 8), char(target.size() & 0xff)};
+  p += target;
+  p += std::string("\x00\x02/1\xff\xff\xff\xff", 8);
+  p += args;
+  return p;
+}
+
+TEST_F(Gateway, AnswersInTheEncodingOfEachClientsLayout) {
+  using namespace std::string_literals;
+  struct layout {
+    const char* client;
+    std::uint16_t version;
+    std::string args;
+    bool amf3;
+  };
+  const layout layouts[] = {
+      // Flash Player: a strict array, the switch before each argument (AMF3 int 7).
+      {"Flash Player", 3, "\x0a\x00\x00\x00\x01\x11\x04\x07"s, true},
+      // Apache Royale's AMFNetConnection: one switch, then an AMF3 array of the arguments.
+      {"Royale", 3, "\x11\x09\x03\x01\x04\x07"s, true},
+      // Ruffle: version 0, AMF0 arguments (the number 7.0).
+      {"Ruffle", 0, "\x0a\x00\x00\x00\x01\x00\x40\x1c\x00\x00\x00\x00\x00\x00"s, false},
+      // AMF0 arguments in a version-3 packet (Royale's AMF0NetConnection with encoding 3).
+      {"AMF0 in version 3", 3, "\x0a\x00\x00\x00\x01\x00\x40\x1c\x00\x00\x00\x00\x00\x00"s, false},
+  };
+  for (const auto& l : layouts) {
+    SCOPED_TRACE(l.client);
+    amf::packet p = call(netconnection_bytes(l.version, "Shop.find", l.args));
+    EXPECT_EQ(p.version, l.version);
+    EXPECT_EQ(p.bodies.at(0).target, "/1/onResult");
+    EXPECT_EQ(p.bodies[0].val.has_flag(amf::value::avmplus), l.amf3);
+    const auto* o = p.bodies[0].val.as_object();
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(o->cls->alias, "com.example.Product");
+    EXPECT_EQ(o->find("id")->to_double(), 7.0);
+    EXPECT_EQ(o->find("id")->kind(), l.amf3 ? amf::type::integer : amf::type::number);
+  }
+  // The bytes: Royale echoing "hello" gets 11 06 0b "hello", not 02 00 05 "hello".
+  const std::string hello = "\x11\x09\x03\x01\x06\x0bhello"s;
+  call(netconnection_bytes(3, "EchoService.echo", hello));
+  EXPECT_TRUE(last_.body.ends_with("\x11\x06\x0bhello"s));
+  // No arguments: Royale's empty array (11 09 01 01) and Flash Player's empty strict array
+  // both get AMF3, faults included.
+  for (const auto& none : {"\x11\x09\x01\x01"s, "\x0a\x00\x00\x00\x00"s}) {
+    amf::packet p = call(netconnection_bytes(3, "Nope.x", none));
+    EXPECT_EQ(p.bodies.at(0).target, "/1/onStatus");
+    EXPECT_TRUE(p.bodies[0].val.has_flag(amf::value::avmplus));
+  }
+  amf::packet p = call(netconnection_bytes(0, "Nope.x", "\x0a\x00\x00\x00\x00"s));
+  EXPECT_FALSE(p.bodies.at(0).val.has_flag(amf::value::avmplus));
+}
+
 TEST_F(Gateway, FaultsAsOnStatusWithDetailOnlyInDebug) {
   amf::packet p = call(client::netconnection_request("Shop.boom", {}, false));
   EXPECT_EQ(p.bodies[0].target, "/1/onStatus");
