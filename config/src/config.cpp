@@ -1,5 +1,7 @@
 #include "amfgate/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -109,6 +111,30 @@ class walker {
     };
   }
 };
+
+// An HTTP token (RFC 9110 5.6.2): what a header name is made of.
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char ch) {
+    return std::isalnum(ch) || std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(ch)) !=
+                                   std::string_view::npos;
+  });
+}
+
+// What a browser sends as Origin: "http(s)://host[:port]", lower case, no path or slash.
+bool valid_origin(std::string_view o) {
+  std::string_view rest;
+  if (o.starts_with("https://")) {
+    rest = o.substr(8);
+  } else if (o.starts_with("http://")) {
+    rest = o.substr(7);
+  } else {
+    return false;
+  }
+  return !rest.empty() && std::all_of(rest.begin(), rest.end(), [](unsigned char ch) {
+    return std::islower(ch) || std::isdigit(ch) || ch == '.' || ch == '-' || ch == ':' ||
+           ch == '[' || ch == ']';
+  });
+}
 
 void apply(walker& w, const json& j, gateway_config& c) {
   w.object(
@@ -226,6 +252,35 @@ void apply(walker& w, const json& j, gateway_config& c) {
                }
              }
              c.crossdomain = x;
+           }},
+          {"cors",
+           [&](const json& v, const std::string& p) {
+             auto& x = c.cors;
+             w.object(v, p,
+                      {{"allow_origins", w.strings(x.allow_origins)},
+                       {"allow_credentials", w.boolean(x.allow_credentials)},
+                       {"max_age_s", w.integer(x.max_age_s, 0, 86'400)},
+                       {"allow_headers", w.strings(x.allow_headers)}});
+             for (std::size_t i = 0; i < x.allow_origins.size(); ++i) {
+               const auto& o = x.allow_origins[i];
+               if (o == "*") {
+                 if (x.allow_credentials) {
+                   w.errors.push_back(p + "/allow_origins/" + std::to_string(i) +
+                                      ": \"*\" cannot go with \"allow_credentials\": true "
+                                      "(browsers refuse credentials for any origin); list the "
+                                      "origins");
+                 }
+               } else if (!valid_origin(o)) {
+                 w.fail(p + "/allow_origins/" + std::to_string(i),
+                        "\"*\" or an origin, scheme://host[:port] with no path", o);
+               }
+             }
+             for (std::size_t i = 0; i < x.allow_headers.size(); ++i) {
+               if (!is_token(x.allow_headers[i])) {
+                 w.fail(p + "/allow_headers/" + std::to_string(i), "a header name",
+                        x.allow_headers[i]);
+               }
+             }
            }},
           {"sessions",
            [&](const json& v, const std::string& p) {
@@ -361,6 +416,11 @@ json to_json(const gateway_config& c) {
         {"backoff_ms", c.logins.backoff.count()}}},
       {"log", {{"level", c.log.level}, {"access", c.log.access}, {"sinks", sinks}}},
       {"crossdomain", cross},
+      {"cors",
+       {{"allow_origins", c.cors.allow_origins},
+        {"allow_credentials", c.cors.allow_credentials},
+        {"max_age_s", c.cors.max_age_s},
+        {"allow_headers", c.cors.allow_headers}}},
       {"sessions",
        {{"store", c.sessions.store},
         {"max_sessions", c.sessions.max_sessions},

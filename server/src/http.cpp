@@ -102,8 +102,35 @@ router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
       workers_(workers),
       log_(std::move(log)) {
   if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
-  cookie_attributes_ = "; Path=/; HttpOnly; SameSite=" + cfg_.sessions.cookie_same_site;
-  if (cfg_.sessions.cookie_secure) cookie_attributes_ += "; Secure";
+  if (cfg_.cors.allow_credentials) {
+    // A cookie crosses origins only as SameSite=None, which browsers take with Secure only.
+    cookie_attributes_ = "; Path=/; HttpOnly; SameSite=None; Secure";
+  } else {
+    cookie_attributes_ = "; Path=/; HttpOnly; SameSite=" + cfg_.sessions.cookie_same_site;
+    if (cfg_.sessions.cookie_secure) cookie_attributes_ += "; Secure";
+  }
+  for (const auto& h : cfg_.cors.allow_headers) {
+    cors_headers_ += (cors_headers_.empty() ? "" : ", ") + h;
+  }
+}
+
+bool router::allow_origin(const http_request& req, http_reply& r) const {
+  const auto& origins = cfg_.cors.allow_origins;
+  if (origins.empty() || req.origin.empty()) return false;
+  const bool listed = std::find(origins.begin(), origins.end(), req.origin) != origins.end();
+  if (!listed && std::find(origins.begin(), origins.end(), "*") == origins.end()) {
+    log_->debug("{} from origin {}: not in cors.allow_origins, answered without CORS headers",
+                req.client, services::quoted(req.origin));
+    return false;
+  }
+  r.headers.emplace_back("Access-Control-Allow-Origin", listed ? std::string(req.origin) : "*");
+  if (cfg_.cors.allow_credentials)
+    r.headers.emplace_back("Access-Control-Allow-Credentials", "true");
+  r.headers.emplace_back("Access-Control-Allow-Methods", "POST");
+  r.headers.emplace_back("Access-Control-Allow-Headers", cors_headers_);
+  r.headers.emplace_back("Access-Control-Max-Age", std::to_string(cfg_.cors.max_age_s));
+  r.headers.emplace_back("Vary", "Origin");
+  return true;
 }
 
 std::string router::session_id(const http_request& req) const {
@@ -136,8 +163,16 @@ net::awaitable<http_reply> router::route(http_request& req) {
   const bool gateway_path = std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
                             cfg_.gateway_paths.end();
   if (gateway_path) {
+    // Every answer to an allowed origin carries the CORS headers, refusals included, so that
+    // a page can read why it was refused.
+    const bool allowed = allow_origin(req, r);
+    if (req.method == "OPTIONS" && cfg_.cors.enabled()) {
+      if (!allowed) co_return text(403, "origin not allowed here (cors.allow_origins)\n");
+      r.content_type = {};
+      co_return text(204, {});  // the preflight
+    }
     if (req.method != "POST") {
-      r.headers.emplace_back("Allow", "POST");
+      r.headers.emplace_back("Allow", cfg_.cors.enabled() ? "POST, OPTIONS" : "POST");
       co_return text(405, "method not allowed: AMF gateways take POST\n");
     }
     if (!is_amf(req.content_type)) {
@@ -526,6 +561,7 @@ class connection : public std::enable_shared_from_this<connection> {
     in_.target = request_.target();
     in_.content_type = request_[http::field::content_type];
     in_.cookie = request_[http::field::cookie];
+    in_.origin = request_[http::field::origin];
     bytes_in_ = request_.body().size();
     in_.body = std::move(request_.body());
     in_.client = client_;
@@ -595,7 +631,7 @@ class connection : public std::enable_shared_from_this<connection> {
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(out.status), version);
     res->set(http::field::server, "amfgate");
-    res->set(http::field::content_type, out.content_type);
+    if (!out.content_type.empty()) res->set(http::field::content_type, out.content_type);
     for (auto& [k, v] : out.headers) res->set(k, v);
     res->keep_alive(keep_alive);
     const std::size_t bytes_out = out.body.size();

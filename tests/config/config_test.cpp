@@ -103,6 +103,23 @@ TEST(Config, EachServiceReadsItsOwnSectionWithPathNamedErrors) {
   EXPECT_NE(to_json_text(c).find("\"max_results\": 50"), std::string::npos);
 }
 
+TEST(Config, CorsOriginsAreOriginsAndStarGoesWithoutCredentials) {
+  const gateway_config c = parse(R"({"cors": {"allow_origins": ["https://app.example.com",
+      "http://localhost:8000"], "allow_credentials": true}})");
+  EXPECT_TRUE(c.cors.enabled());
+  EXPECT_FALSE(gateway_config{}.cors.enabled());
+  EXPECT_EQ(c.cors.allow_headers, std::vector<std::string>{"Content-Type"});
+  const auto e = errors_of(R"({"cors": {"allow_origins": ["*", "https://app.example.com/",
+      "app.example.com", "HTTPS://APP"], "allow_credentials": true,
+      "allow_headers": ["X Trace"]}})");
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_TRUE(e[0].starts_with("/cors/allow_origins/0: \"*\" cannot go with")) << e[0];
+  EXPECT_TRUE(e[1].starts_with("/cors/allow_origins/1: expected \"*\" or an origin")) << e[1];
+  EXPECT_TRUE(e[2].starts_with("/cors/allow_origins/2: expected")) << e[2];
+  EXPECT_TRUE(e[3].starts_with("/cors/allow_origins/3: expected")) << e[3];
+  EXPECT_EQ(e[4], "/cors/allow_headers/0: expected a header name, got \"X Trace\"");
+}
+
 std::string read(const std::string& path) {
   std::ifstream f(path);
   return std::string(std::istreambuf_iterator<char>(f), {});

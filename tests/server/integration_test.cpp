@@ -162,6 +162,81 @@ TEST(Daemon, BadRequestsGetAClearStatus) {
   EXPECT_EQ(h.get("/healthz").status, 200u);  // still serving
 }
 
+// One request on a connection of its own, as a browser sends it from a page's origin.
+std::string from_origin(const daemon& d, const std::string& method, const std::string& origin,
+                        const std::string& body = {}, const std::string& path = "/gateway") {
+  raw_socket s(d.port());
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: gw.example.com\r\n";
+  if (!origin.empty()) req += "Origin: " + origin + "\r\n";
+  if (method == "OPTIONS") {
+    req +=
+        "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\n";
+  } else {
+    req += "Content-Type: application/x-amf\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\n";
+  }
+  s.send(req + "Connection: close\r\n\r\n" + body);
+  return s.read_all();
+}
+
+TEST(Daemon, CrossOriginCallsFromBrowserPages) {
+  const std::string app = "http://app.example.com:8000";
+  daemon d(R"("log": {"level": "debug"}, "cors": {"allow_origins": [")" + app +
+           R"("], "allow_credentials": true, "max_age_s": 120}, "users": [{"name": "ann",
+           "password": ")" +
+           services::hash_password("pw") + R"(", "roles": []}])");
+  // The preflight: 204 with the matched origin echoed, POST, the headers, credentials, age.
+  const std::string preflight = from_origin(d, "OPTIONS", app);
+  EXPECT_TRUE(preflight.starts_with("HTTP/1.1 204")) << preflight;
+  for (const std::string& h :
+       {"Access-Control-Allow-Origin: " + app, std::string("Access-Control-Allow-Methods: POST"),
+        std::string("Access-Control-Allow-Headers: Content-Type"),
+        std::string("Access-Control-Allow-Credentials: true"),
+        std::string("Access-Control-Max-Age: 120"), std::string("Vary: Origin")}) {
+    EXPECT_NE(preflight.find(h + "\r\n"), std::string::npos) << h << " in\n" << preflight;
+  }
+  // A call from the page: answered with the same headers; a login's cookie crosses origins.
+  amf::document doc;
+  const amf::value args[] = {doc.string("hi")};
+  const std::string call = from_origin(
+      d, "POST", app, client::netconnection_request("EchoService.echo", args, true, "ann", "pw"));
+  EXPECT_TRUE(call.starts_with("HTTP/1.1 200")) << call;
+  EXPECT_NE(call.find("Access-Control-Allow-Origin: " + app + "\r\n"), std::string::npos);
+  EXPECT_NE(call.find("Access-Control-Allow-Credentials: true\r\n"), std::string::npos);
+  EXPECT_NE(call.find("; Path=/; HttpOnly; SameSite=None; Secure\r\n"), std::string::npos) << call;
+  // Another origin: no CORS headers (the browser blocks the page), and a debug line.
+  const std::string other = from_origin(d, "OPTIONS", "http://evil.example.net");
+  EXPECT_TRUE(other.starts_with("HTTP/1.1 403")) << other;
+  EXPECT_EQ(other.find("Access-Control-"), std::string::npos) << other;
+  const std::string other_call = from_origin(d, "POST", "http://evil.example.net",
+                                             client::netconnection_request("echo", args, false));
+  EXPECT_TRUE(other_call.starts_with("HTTP/1.1 200")) << other_call;
+  EXPECT_EQ(other_call.find("Access-Control-"), std::string::npos) << other_call;
+  EXPECT_TRUE(d.logged("from origin \"http://evil.example.net\": not in cors.allow_origins"))
+      << d.log();
+  // Not a gateway path, or no Origin (not a browser): no CORS.
+  EXPECT_EQ(from_origin(d, "OPTIONS", app, {}, "/healthz").find("Access-Control-"),
+            std::string::npos);
+  EXPECT_EQ(from_origin(d, "POST", "", client::netconnection_request("echo", args, false))
+                .find("Access-Control-"),
+            std::string::npos);
+}
+
+TEST(Daemon, CorsIsOffByDefaultAndStarServesAnyOriginWithoutCredentials) {
+  daemon off;
+  const std::string app = "http://app.example.com";
+  const std::string refused = from_origin(off, "OPTIONS", app);
+  EXPECT_TRUE(refused.starts_with("HTTP/1.1 405")) << refused;
+  EXPECT_EQ(refused.find("Access-Control-"), std::string::npos) << refused;
+  daemon any(R"("cors": {"allow_origins": ["*"], "allow_headers": ["Content-Type", "X-Trace"]})");
+  const std::string preflight = from_origin(any, "OPTIONS", app);
+  EXPECT_TRUE(preflight.starts_with("HTTP/1.1 204")) << preflight;
+  EXPECT_NE(preflight.find("Access-Control-Allow-Origin: *\r\n"), std::string::npos);
+  EXPECT_NE(preflight.find("Access-Control-Allow-Headers: Content-Type, X-Trace\r\n"),
+            std::string::npos);
+  EXPECT_EQ(preflight.find("Access-Control-Allow-Credentials"), std::string::npos);
+}
+
 TEST(Daemon, CrossdomainHealthAndMetrics) {
   daemon d("\"crossdomain\": {\"allow_domains\": [\"*.example.com\"]}");
   auto http = d.client();

@@ -83,6 +83,22 @@ struct crossdomain_settings {
   bool secure = true;
 };
 
+/// Cross-origin calls from browser-hosted clients (Apache Royale, Ruffle) served from another
+/// origin than the gateway's: the preflight (OPTIONS) and the Access-Control-* headers.
+/// Browsers enforce CORS, not crossdomain.xml.
+struct cors_settings {
+  /// Exact origins ("https://app.example.com", scheme://host[:port]), or "*" for any origin
+  /// (not with credentials). Empty: CORS off, OPTIONS answers 405 as before.
+  std::vector<std::string> allow_origins;
+  /// Lets the session cookie cross origins: answers say Access-Control-Allow-Credentials, and
+  /// the cookie becomes SameSite=None; Secure (browsers then send it over HTTPS only).
+  bool allow_credentials = false;
+  unsigned max_age_s = 600;  ///< how long a browser may cache a preflight's answer
+  std::vector<std::string> allow_headers{"Content-Type"};  ///< request headers a page may send
+
+  bool enabled() const { return !allow_origins.empty(); }
+};
+
 /// The shared session store of several instances (sessions.store = "redis").
 struct redis_settings {
   std::string host = "127.0.0.1";
@@ -132,6 +148,7 @@ struct gateway_config {
   login_settings logins;
   log_settings log;
   std::optional<crossdomain_settings> crossdomain;  ///< none: /crossdomain.xml is 404
+  cors_settings cors;
   session_settings sessions;
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
   std::vector<user> users;

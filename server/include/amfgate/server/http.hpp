@@ -37,6 +37,7 @@ struct http_request {
   std::string_view target;  ///< path with ;params and ?query
   std::string_view content_type;
   std::string_view cookie;                      ///< the Cookie header
+  std::string_view origin;                      ///< the Origin header (browsers)
   std::string body;                             ///< moved to the gateway by `route`
   std::string client;                           ///< "address:port"
   std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
@@ -57,6 +58,9 @@ class router {
 
  private:
   std::string session_id(const http_request& req) const;
+  /// Adds the Access-Control-* headers when `req` comes from an origin of cors.allow_origins;
+  /// false (and a debug line) for an origin that is not allowed, or with CORS off.
+  bool allow_origin(const http_request& req, http_reply& r) const;
   boost::asio::awaitable<http_reply> metrics_page();
 
   const config::gateway_config& cfg_;
@@ -67,6 +71,7 @@ class router {
   std::shared_ptr<spdlog::logger> log_;
   std::string crossdomain_;
   std::string cookie_attributes_;  ///< "; Path=/; HttpOnly; SameSite=Lax[; Secure]"
+  std::string cors_headers_;       ///< cors.allow_headers, comma-separated
   std::atomic<bool> draining_{false};
   std::atomic<bool> crossdomain_hint_logged_{false};
 };
