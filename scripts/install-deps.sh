@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
   libcrypt-dev libhiredis-dev dpkg-dev file)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev
-  redis-server nginx libsqlite3-dev)
+  redis-server nginx libsqlite3-dev chromium openjdk-17-jdk-headless)
 
 case "${1:-test}" in
   runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libhiredis0.14) ;;
@@ -20,7 +20,9 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Node.js and npm run the EchoTest's independent peer (npm package amf); any install will do.
+# Node.js and npm run the EchoTest's independent peer (npm package amf) and the browser suite
+# (Apache Royale's compiler, puppeteer-core); any install will do. The browser suite compiles
+# with Java (openjdk-17-jdk-headless) and runs in Debian's Chromium.
 if [ "${1:-test}" = test ] && ! command -v npm >/dev/null; then missing+=(nodejs npm); fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -16,8 +16,11 @@ shared=$(cd "$root/../shared" 2>/dev/null && pwd) || {
 }
 
 scripts/install-deps.sh test || exit 1
-# The EchoTest's peer, the npm package amf 0.1.0 (pinned by its package-lock.json).
-npm ci --prefix tests/echotest/peer --no-audit --no-fund --loglevel=error || exit 1
+# The EchoTest's peer, the npm package amf 0.1.0, and the browser suite's Apache Royale
+# 0.9.12 and puppeteer-core (each pinned by its package-lock.json).
+for dir in tests/echotest/peer tests/browser; do
+  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error || exit 1
+done
 passed=0
 failed=0
 step() {  # step NAME COMMAND...: runs a step, counts it

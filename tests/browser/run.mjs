@@ -1,0 +1,149 @@
+// The browser suite: an Apache Royale application (royale/App.mxml, compiled to JavaScript
+// here with Royale's mxmlc, on Java) served from one origin by a static server, calling amfgate
+// on another origin with CORS configured, in headless Chromium driven by puppeteer-core.
+//   node run.mjs AMFGATE [BUILD_DIR]
+// The page echoes every value through each of Royale's AMF APIs and publishes its verdict;
+// this script prints it and fails on any mismatch, or if the browser did not preflight.
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const [amfgate, buildArg] = process.argv.slice(2);
+if (!amfgate) {
+  console.error('usage: node run.mjs AMFGATE [BUILD_DIR]');
+  process.exit(2);
+}
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'amfgate-royale-'));
+const build = buildArg || path.join(work, 'app');
+const royale = path.join(here, 'node_modules/@apache-royale/royale-js/royale-asjs');
+
+// 1. The application, compiled once per build folder and source (Java and mxmlc take about
+//    20 s on two cores): the build keeps a hash of the sources it was made from.
+function compile() {
+  const release = path.join(build, 'bin/js-release');
+  // ROYALE_DEBUG=1 serves the debug build (unminified, one file per class) to read errors.
+  const out = process.env.ROYALE_DEBUG ? path.join(build, 'bin/js-debug') : release;
+  const sources = fs.readdirSync(path.join(here, 'royale')).sort();
+  const hash = crypto.createHash('sha256');
+  for (const f of sources) hash.update(f).update(fs.readFileSync(path.join(here, 'royale', f)));
+  const digest = hash.digest('hex');
+  const stamp = path.join(build, 'sources.sha256');
+  if (fs.existsSync(path.join(release, 'App.js')) && fs.existsSync(stamp) &&
+      fs.readFileSync(stamp, 'utf8') === digest) {
+    return out;
+  }
+  fs.rmSync(build, { recursive: true, force: true });
+  fs.mkdirSync(path.join(build, 'src'), { recursive: true });
+  for (const f of sources) {
+    fs.copyFileSync(path.join(here, 'royale', f), path.join(build, 'src', f));
+  }
+  const libs = path.join(royale, 'frameworks/js/libs');
+  const r = spawnSync(path.join(here, 'node_modules/.bin/mxmlc'), [
+    '-targets=JSRoyale',
+    // mx.rpc.remoting.RemoteObject and its channels
+    `-js-library-path+=${libs}/MXRoyaleBaseJS.swc`, `-js-library-path+=${libs}/MXRoyaleJS.swc`,
+    path.join(build, 'src/App.mxml'),
+  ], { cwd: build, encoding: 'utf8' });
+  if (r.status !== 0 || !fs.existsSync(path.join(release, 'App.js'))) {
+    throw new Error(`mxmlc failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+  }
+  fs.writeFileSync(stamp, digest);
+  return out;
+}
+
+// 2. A static server for the compiled page (the page's origin).
+function serve(dir) {
+  const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css' };
+  const server = http.createServer((req, res) => {
+    const file = path.join(dir, path.normalize(new URL(req.url, 'http://x').pathname));
+    if (!file.startsWith(dir) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': types[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+// 3. amfgate on config/example.json's users and access rules, a port of its own, CORS for
+//    the page's origin.
+async function startGateway(origin) {
+  const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
+  const config = {
+    listen: { address: '127.0.0.1', port: 0 },
+    introspection: true,
+    log: { level: 'debug', access: true, sinks: [{ type: 'stdout' }] },
+    users: example.users,
+    access: example.access,
+    cors: { allow_origins: [origin] },
+  };
+  fs.writeFileSync(path.join(work, 'amfgate.json'), JSON.stringify(config));
+  const log = fs.openSync(path.join(work, 'amfgate.log'), 'w');
+  const child = spawn(amfgate, ['--config', path.join(work, 'amfgate.json')],
+                      { stdio: ['ignore', log, log] });
+  for (let i = 0; i < 200; i++) {
+    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(gatewayLog());
+    if (m) return { child, url: `http://127.0.0.1:${m[1]}/gateway` };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`amfgate did not start:\n${gatewayLog()}`);
+}
+const gatewayLog = () => fs.readFileSync(path.join(work, 'amfgate.log'), 'utf8');
+
+let gateway, server, browser, status = 1;
+try {
+  const started = Date.now();
+  const page_dir = compile();
+  console.log(`the Royale app, compiled or reused, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  server = await serve(page_dir);
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  gateway = await startGateway(origin);
+  // As a root user in a container: no sandbox; no background traffic (the network is closed).
+  browser = await puppeteer.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+           '--disable-background-networking', '--disable-component-update', '--disable-sync',
+           `--user-data-dir=${path.join(work, 'chromium')}`],
+  });
+  const page = await browser.newPage();
+  const console_lines = [];
+  page.on('console', (m) => console_lines.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => console_lines.push(`page error: ${e.message}`));
+  await page.goto(`${origin}/index.html?gateway=${encodeURIComponent(gateway.url)}`);
+  await page.waitForFunction('window.amfgateVerdict', { timeout: 60_000 }).catch(() => {
+    throw new Error(`no verdict from the page in 60 s; its console:\n${console_lines.join('\n')}`);
+  });
+  const verdict = JSON.parse(await page.evaluate('window.amfgateVerdict'));
+  // What a person would see: the page's verdict in its title and body.
+  await page.screenshot({ path: path.join(build, 'page.png') });
+  for (const r of verdict.results) {
+    console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.api}: ${r.name}` +
+                (r.ok ? '' : `\n       got      ${r.got}\n       expected ${r.expected}`));
+  }
+  // The calls were cross-origin: the browser asked first, and amfgate let it.
+  const preflights = (gatewayLog().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
+  console.log(`${verdict.passed} passed, ${verdict.failed} failed in the page; ` +
+              `${preflights} CORS preflights answered 204`);
+  status = verdict.failed === 0 && verdict.passed > 0 && preflights > 0 ? 0 : 1;
+  if (status !== 0) console.log(`page console:\n${console_lines.join('\n')}`);
+} catch (e) {
+  console.error(e.message);
+} finally {
+  if (browser) await browser.close();
+  if (server) server.close();
+  if (gateway) {
+    gateway.child.kill('SIGTERM');
+    await new Promise((r) => gateway.child.once('exit', r));
+  }
+  if (status === 0) fs.rmSync(work, { recursive: true, force: true });
+  else console.log(`kept ${work} (amfgate.log); the page: ${path.join(build, 'page.png')}`);
+}
+process.exit(status);
