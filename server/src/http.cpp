@@ -475,6 +475,9 @@ class connection : public std::enable_shared_from_this<connection> {
         !parser_->is_done() && !body_in_buffer()) {
       return continue_then_read();
     }
+    // A request without a body (GET, or Content-Length: 0) is complete: the parser takes no
+    // more bytes ("stale parser").
+    if (parser_->is_done()) return on_read(ec, 0);
     // Most AMF bodies arrive with their headers: parse them from the buffer, with no second
     // read (and no timer) on the way.
     if (body_in_buffer()) {

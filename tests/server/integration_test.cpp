@@ -149,6 +149,10 @@ TEST(Daemon, BadRequestsGetAClearStatus) {
   EXPECT_EQ(bad.status, 400u);
   EXPECT_EQ(bad.body, "bad AMF packet: length larger than the input left at byte 6\n");
   EXPECT_EQ(http.post("/gateway", std::string(5000, 'x')).status, 413u);
+  // An empty body (Content-Length: 0) reaches the gateway, which says what is wrong with it.
+  const auto empty = d.client().post("/gateway", "");
+  EXPECT_EQ(empty.status, 400u);
+  EXPECT_TRUE(empty.body.starts_with("bad AMF packet: ")) << empty.body;
   auto h = d.client();
   EXPECT_EQ(h.post("/gateway", "x", "text/plain").status, 415u);
   EXPECT_EQ(h.get("/gateway").status, 405u);
