@@ -65,6 +65,18 @@ class walker {
       }
     };
   }
+  /// true, false, or null: as `debug`.
+  field debug_default(std::optional<bool>& out) {
+    return [this, &out](const json& v, const std::string& p) {
+      if (v.is_null()) {
+        out.reset();
+      } else if (v.is_boolean()) {
+        out = v.get<bool>();
+      } else {
+        fail(p, "true, false or null (on in debug mode only)", v);
+      }
+    };
+  }
   template <class T>
   field integer(T& out, std::uint64_t min, std::uint64_t max) {
     return [this, &out, min, max](const json& v, const std::string& p) {
@@ -158,16 +170,7 @@ void apply(walker& w, const json& j, gateway_config& c) {
            }},
           {"default_service", w.string(c.default_service)},
           {"debug", w.boolean(c.debug)},
-          {"introspection",
-           [&](const json& v, const std::string& p) {
-             if (v.is_null()) {
-               c.introspection.reset();
-             } else if (v.is_boolean()) {
-               c.introspection = v.get<bool>();
-             } else {
-               w.fail(p, "true, false or null (on in debug mode only)", v);
-             }
-           }},
+          {"introspection", w.debug_default(c.introspection)},
           {"shutdown_grace_ms", w.millis(c.shutdown_grace)},
           {"shutdown_idle_wait_ms", w.millis(c.shutdown_idle_wait)},
           {"limits",
@@ -281,6 +284,16 @@ void apply(walker& w, const json& j, gateway_config& c) {
                         x.allow_headers[i]);
                }
              }
+           }},
+          {"json_endpoint",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p, {{"enabled", w.boolean(c.json_endpoint.enabled)}});
+           }},
+          {"console",
+           [&](const json& v, const std::string& p) {
+             w.object(v, p,
+                      {{"enabled", w.debug_default(c.console.enabled)},
+                       {"roles", w.strings(c.console.roles)}});
            }},
           {"sessions",
            [&](const json& v, const std::string& p) {
@@ -421,6 +434,10 @@ json to_json(const gateway_config& c) {
         {"allow_credentials", c.cors.allow_credentials},
         {"max_age_s", c.cors.max_age_s},
         {"allow_headers", c.cors.allow_headers}}},
+      {"json_endpoint", {{"enabled", c.json_endpoint.enabled}}},
+      {"console",
+       {{"enabled", c.console.enabled ? json(*c.console.enabled) : json(nullptr)},
+        {"roles", c.console.roles}}},
       {"sessions",
        {{"store", c.sessions.store},
         {"max_sessions", c.sessions.max_sessions},

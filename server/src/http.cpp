@@ -92,15 +92,17 @@ bool is_amf(std::string_view content_type) {
 
 }  // namespace
 
-router::router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
-               services::session_store& sessions, worker_pool& workers,
+router::router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
+               const metrics& m, services::session_store& sessions, worker_pool& workers,
                std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg),
       gateway_(gw),
       metrics_(m),
       sessions_(sessions),
       workers_(workers),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      json_(cfg, gw, services, log_),
+      console_(services) {
   if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
   if (cfg_.cors.allow_credentials) {
     // A cookie crosses origins only as SameSite=None, which browsers take with Secure only.
@@ -137,6 +139,127 @@ std::string router::session_id(const http_request& req) const {
   auto id = param(req.cookie, cfg_.sessions.cookie);
   if (id.empty()) id = param(req.target, cfg_.sessions.cookie);
   return std::string(id.substr(0, 128));
+}
+
+exchange router::exchange_for(http_request& req) const {
+  exchange ex;
+  ex.client_address = req.client;
+  ex.session_id = session_id(req);
+  ex.on_wait = std::move(req.on_wait);
+  ex.memory = req.memory;
+  return ex;
+}
+
+void router::session_cookie(const exchange& ex, http_reply& r) const {
+  if (!ex.new_session_id.empty()) {
+    r.headers.emplace_back("Set-Cookie",
+                           cfg_.sessions.cookie + "=" + ex.new_session_id + cookie_attributes_);
+  } else if (ex.session_ended) {
+    r.headers.emplace_back("Set-Cookie",
+                           cfg_.sessions.cookie + "=" + cookie_attributes_ + "; Max-Age=0");
+  }
+}
+
+// POST /json/login, /json/logout, /json/<Service>/<method> (the service name may hold dots,
+// the method none).
+net::awaitable<http_reply> router::json_route(std::string_view path, http_request& req) {
+  http_reply r;
+  if (req.method != "POST") {
+    r.status = 405;
+    r.headers.emplace_back("Allow", "POST");
+    r.body = "method not allowed: the JSON endpoint takes POST\n";
+    co_return r;
+  }
+  const std::string_view rest = path.substr(6);
+  exchange ex = exchange_for(req);
+  if (rest == "login") {
+    r = co_await json_.login(req, ex);
+  } else if (rest == "logout") {
+    r = co_await json_.logout(ex);
+  } else {
+    const auto slash = rest.rfind('/');
+    if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size()) {
+      r.status = 404;
+      r.body = "not found: POST /json/<Service>/<method>\n";
+      co_return r;
+    }
+    r = co_await json_.call(rest.substr(0, slash), rest.substr(slash + 1), req, ex);
+  }
+  r.messages = ex.messages;
+  r.faults = ex.faults;
+  session_cookie(ex, r);
+  co_return r;
+}
+
+net::awaitable<bool> router::console_allowed(const http_request& req) {
+  if (cfg_.users.empty()) co_return true;
+  const std::string id = session_id(req);
+  if (id.empty()) co_return false;
+  std::optional<services::session> s;
+  try {
+    s = co_await sessions_.async_find(id);
+  } catch (const services::store_unavailable& e) {
+    log_->warn("console: {}", e.what());
+    co_return false;
+  }
+  if (!s || !s->user) co_return false;
+  if (cfg_.console.roles.empty()) co_return true;
+  for (const auto& role : cfg_.console.roles) {
+    if (s->user->has_role(role)) co_return true;
+  }
+  co_return false;
+}
+
+// The page and its files for anyone (it asks for a login itself); the services, calls and
+// decodes for whom console_allowed lets in.
+net::awaitable<http_reply> router::console_route(std::string_view path, http_request& req) {
+  const bool get = req.method == "GET" || req.method == "HEAD";
+  if (get) {
+    if (auto page = console_.asset(path)) co_return std::move(*page);
+  }
+  const bool login = path == "/console/login" || path == "/console/logout";
+  const bool data =
+      path == "/console/services" || path == "/console/call" || path == "/console/decode";
+  http_reply r;
+  if (!login && !data) {
+    r.status = 404;
+    r.body = "not found\n";
+    co_return r;
+  }
+  const bool wants_get = path == "/console/services";
+  if ((wants_get && !get) || (!wants_get && req.method != "POST")) {
+    r.status = 405;
+    r.headers.emplace_back("Allow", wants_get ? "GET, HEAD" : "POST");
+    r.body = "method not allowed\n";
+    co_return r;
+  }
+  if (data) {
+    bool allowed = co_await console_allowed(req);
+    if (!allowed) {
+      r.status = 401;
+      r.content_type = "application/json";
+      r.body = std::string(R"({"faultCode": "Client.Authentication", "faultString": )") +
+               (cfg_.console.roles.empty()
+                    ? R"("the console needs a login"})"
+                    : R"("the console needs a login with a role of console.roles"})") +
+               "\n";
+      co_return r;
+    }
+  }
+  exchange ex = exchange_for(req);
+  if (path == "/console/services") {
+    r = console_.services();
+  } else if (path == "/console/decode") {
+    r = json_.decode(req);
+  } else if (path == "/console/call") {
+    r = co_await json_.trace(req, ex);
+  } else if (path == "/console/login") {
+    r = co_await json_.login(req, ex);
+  } else {
+    r = co_await json_.logout(ex);
+  }
+  session_cookie(ex, r);
+  co_return r;
 }
 
 net::awaitable<http_reply> router::metrics_page() {
@@ -178,28 +301,24 @@ net::awaitable<http_reply> router::route(http_request& req) {
     if (!is_amf(req.content_type)) {
       co_return text(415, "unsupported media type: expected application/x-amf\n");
     }
-    exchange ex;
-    ex.client_address = req.client;
-    ex.session_id = session_id(req);
-    ex.on_wait = std::move(req.on_wait);
-    ex.memory = req.memory;
+    exchange ex = exchange_for(req);
     co_await gateway_.handle(std::move(req.body), ex);
     r.status = ex.status;
     r.content_type = ex.content_type;
     r.body = std::move(ex.body);
     r.messages = ex.messages;
     r.faults = ex.faults;
-    if (!ex.new_session_id.empty()) {
-      r.headers.emplace_back("Set-Cookie",
-                             cfg_.sessions.cookie + "=" + ex.new_session_id + cookie_attributes_);
-    } else if (ex.session_ended) {
-      r.headers.emplace_back("Set-Cookie",
-                             cfg_.sessions.cookie + "=" + cookie_attributes_ + "; Max-Age=0");
-    }
+    session_cookie(ex, r);
     if (ex.retry_after.count() > 0) {
       r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
     }
     co_return r;
+  }
+  if (path.starts_with("/json/") && cfg_.json_endpoint.enabled) {
+    co_return co_await json_route(path, req);
+  }
+  if ((path == "/console" || path.starts_with("/console/")) && cfg_.console_enabled()) {
+    co_return co_await console_route(path, req);
   }
   const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";
   if (!known) co_return text(404, "not found\n");

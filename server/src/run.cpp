@@ -216,7 +216,7 @@ int run(int argc, char** argv, const setup& bind_services) {
     const auto store = make_session_store(cfg.sessions, log, server.executor());
     auto& sessions = *store;
     amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
-    amfgate::server::router routes(cfg, gw, stats, sessions, server.workers(), log);
+    amfgate::server::router routes(cfg, gw, services, stats, sessions, server.workers(), log);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
     status = server.run(routes);
   } catch (const std::exception& e) {

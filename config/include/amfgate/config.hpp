@@ -99,6 +99,20 @@ struct cors_settings {
   bool enabled() const { return !allow_origins.empty(); }
 };
 
+/// POST /json/<Service>/<method>: the bound methods with JSON arguments and answers (typed
+/// JSON), under the same access rules, logins and limits as AMF calls.
+struct json_endpoint_settings {
+  bool enabled = false;
+};
+
+/// GET /console: a page that lists the services, calls them and decodes AMF packets.
+struct console_settings {
+  std::optional<bool> enabled;  ///< unset = on in debug mode only
+  /// Who may use it when users are configured: a login, with one of these roles if any.
+  /// With no users configured the console is open (a development setup).
+  std::vector<std::string> roles;
+};
+
 /// The shared session store of several instances (sessions.store = "redis").
 struct redis_settings {
   std::string host = "127.0.0.1";
@@ -149,6 +163,8 @@ struct gateway_config {
   log_settings log;
   std::optional<crossdomain_settings> crossdomain;  ///< none: /crossdomain.xml is 404
   cors_settings cors;
+  json_endpoint_settings json_endpoint;
+  console_settings console;
   session_settings sessions;
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
   std::vector<user> users;
@@ -158,6 +174,7 @@ struct gateway_config {
   std::map<std::string, std::string> services;
 
   bool introspection_enabled() const { return introspection.value_or(debug); }
+  bool console_enabled() const { return console.enabled.value_or(debug); }
   /// The deadline of `service`.`method` (zero: none).
   milliseconds call_timeout(std::string_view service, std::string_view method) const;
 };

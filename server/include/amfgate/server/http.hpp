@@ -14,7 +14,10 @@
 #include <vector>
 
 #include "amfgate/config.hpp"
+#include "amfgate/server/console.hpp"
 #include "amfgate/server/gateway.hpp"
+#include "amfgate/server/http_message.hpp"
+#include "amfgate/server/json_api.hpp"
 #include "amfgate/server/metrics.hpp"
 #include "amfgate/server/workers.hpp"
 
@@ -24,31 +27,10 @@ class logger;
 
 namespace amfgate::server {
 
-struct http_reply {
-  unsigned status = 200;
-  std::string_view content_type = "text/plain; charset=utf-8";  ///< a literal
-  std::string body;
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::size_t messages = 0, faults = 0;
-};
-
-struct http_request {
-  std::string_view method;  ///< "GET", "POST", ...
-  std::string_view target;  ///< path with ;params and ?query
-  std::string_view content_type;
-  std::string_view cookie;                      ///< the Cookie header
-  std::string_view origin;                      ///< the Origin header (browsers)
-  std::string body;                             ///< moved to the gateway by `route`
-  std::string client;                           ///< "address:port"
-  std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
-  /// See exchange::on_wait.
-  std::function<void()> on_wait;
-};
-
 class router {
  public:
-  router(const config::gateway_config& cfg, gateway& gw, const metrics& m,
-         services::session_store& sessions, worker_pool& workers,
+  router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
+         const metrics& m, services::session_store& sessions, worker_pool& workers,
          std::shared_ptr<spdlog::logger> log);
 
   /// Answers `req` (a coroutine on the connection's executor; see gateway::handle).
@@ -62,6 +44,14 @@ class router {
   /// false (and a debug line) for an origin that is not allowed, or with CORS off.
   bool allow_origin(const http_request& req, http_reply& r) const;
   boost::asio::awaitable<http_reply> metrics_page();
+  /// The exchange of a gateway call for `req`: its client, session, memory and hang-up watch.
+  exchange exchange_for(http_request& req) const;
+  /// Set-Cookie for a session that `ex` created or ended.
+  void session_cookie(const exchange& ex, http_reply& r) const;
+  boost::asio::awaitable<http_reply> json_route(std::string_view path, http_request& req);
+  boost::asio::awaitable<http_reply> console_route(std::string_view path, http_request& req);
+  /// With users configured: a session logged in with one of console.roles (any if none).
+  boost::asio::awaitable<bool> console_allowed(const http_request& req);
 
   const config::gateway_config& cfg_;
   gateway& gateway_;
@@ -69,6 +59,8 @@ class router {
   services::session_store& sessions_;
   worker_pool& workers_;
   std::shared_ptr<spdlog::logger> log_;
+  json_api json_;
+  console console_;
   std::string crossdomain_;
   std::string cookie_attributes_;  ///< "; Path=/; HttpOnly; SameSite=Lax[; Secure]"
   std::string cors_headers_;       ///< cors.allow_headers, comma-separated

@@ -1,0 +1,34 @@
+// What the router takes and gives: a request as the HTTP layer read it, and its answer.
+#pragma once
+
+#include <functional>
+#include <memory_resource>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace amfgate::server {
+
+struct http_reply {
+  unsigned status = 200;
+  std::string_view content_type = "text/plain; charset=utf-8";  ///< a literal
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::size_t messages = 0, faults = 0;
+};
+
+struct http_request {
+  std::string_view method;  ///< "GET", "POST", ...
+  std::string_view target;  ///< path with ;params and ?query
+  std::string_view content_type;
+  std::string_view cookie;                      ///< the Cookie header
+  std::string_view origin;                      ///< the Origin header (browsers)
+  std::string body;                             ///< moved to the gateway by `route`
+  std::string client;                           ///< "address:port"
+  std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
+  /// See exchange::on_wait.
+  std::function<void()> on_wait;
+};
+
+}  // namespace amfgate::server

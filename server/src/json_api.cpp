@@ -1,0 +1,225 @@
+#include "amfgate/server/json_api.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "amf/flex.hpp"
+#include "amf/json.hpp"
+#include "amf/packet.hpp"
+#include "amfgate/server/client.hpp"
+
+namespace amfgate::server {
+
+namespace net = boost::asio;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+http_reply json_reply(unsigned status, const ojson& j) {
+  http_reply r;
+  r.status = status;
+  r.content_type = "application/json";
+  r.body = j.dump();
+  r.body += '\n';
+  return r;
+}
+
+http_reply fault_reply(unsigned status, std::string_view code, std::string_view message,
+                       std::string_view detail = {}) {
+  return json_reply(status,
+                    {{"faultCode", code}, {"faultString", message}, {"faultDetail", detail}});
+}
+
+// The HTTP status of a fault: the client's mistakes 4xx, the server's 5xx, and 422 for an
+// application's own fault (Contact.NotFound: the service refused the call).
+unsigned fault_status(std::string_view code, bool method_exists) {
+  if (code == "Client.Authentication" || code == "Client.Authorization") return 403;
+  if (code == "Server.ResourceNotFound") return 404;
+  // The gateway says ResourceUnavailable of a missing method and of arguments that do not fit.
+  if (code == "Server.ResourceUnavailable") return method_exists ? 400 : 404;
+  if (code == "Server.Timeout") return 504;
+  if (code == "Server.Busy" || code == "Server.Session.Unavailable") return 503;
+  if (code.starts_with("Client.")) return 400;
+  if (code.starts_with("Server.")) return 500;
+  return 422;
+}
+
+bool is_json(std::string_view content_type) {
+  const auto type = content_type.substr(0, content_type.find(';'));
+  return type.size() == 16 && std::equal(type.begin(), type.end(), "application/json",
+                                         [](char a, char b) { return std::tolower(a) == b; });
+}
+
+// JSON no deeper than `max_depth`: the typed-JSON reader recurses once per level.
+ojson parse_limited(std::string_view text, std::size_t max_depth) {
+  return ojson::parse(text, [max_depth](int depth, ojson::parse_event_t, ojson&) {
+    if (static_cast<std::size_t>(depth) > max_depth) {
+      throw std::length_error("nested deeper than limits.max_depth (" + std::to_string(max_depth) +
+                              ")");
+    }
+    return true;
+  });
+}
+
+std::string_view text_of(const amf::value* v) {
+  return v && v->kind() == amf::type::string ? v->as_string() : std::string_view();
+}
+
+// What the gateway said when it did not answer 200 (a 400 or 503 in text).
+http_reply refusal(const exchange& ex) {
+  std::string why = ex.body;
+  while (!why.empty() && why.back() == '\n') why.pop_back();
+  http_reply r =
+      fault_reply(ex.status, ex.status == 503 ? "Server.Busy" : "Client.Message.Encoding", why);
+  if (ex.retry_after.count() > 0) {
+    r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
+  }
+  return r;
+}
+
+}  // namespace
+
+json_api::json_api(const config::gateway_config& cfg, gateway& gw,
+                   const services::registry& services, std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg), gateway_(gw), services_(services), log_(std::move(log)) {}
+
+net::awaitable<http_reply> json_api::call(std::string_view service, std::string_view method,
+                                          http_request& req, exchange& ex) {
+  if (!is_json(req.content_type)) {
+    co_return fault_reply(415, "Client.Message.Encoding",
+                          "expected Content-Type application/json: a JSON array of arguments");
+  }
+  amf::document doc;
+  std::vector<amf::value> args;
+  try {
+    const ojson j = parse_limited(req.body, cfg_.limits.max_depth);
+    if (!j.is_array()) throw amf::json::error("/: expected a JSON array of arguments");
+    amf::json::reader reader(doc, &services_.classes());
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      try {
+        args.push_back(reader.amf3(j[i]));
+      } catch (const amf::json::error& e) {  // "/$int: ..." of argument i: "/i/$int: ..."
+        throw amf::json::error("/" + std::to_string(i) + e.what());
+      }
+    }
+  } catch (const std::exception& e) {
+    co_return fault_reply(400, "Client.Message.Encoding",
+                          std::string("bad arguments: ") + e.what());
+  }
+  const std::string target = std::string(service) + "." + std::string(method);
+  co_await gateway_.handle(client::netconnection_request(target, args, true), ex);
+  if (ex.status != 200) co_return refusal(ex);
+  amf::document answer;
+  const amf::packet p = amf::decode_packet(amf::as_bytes(ex.body), answer);
+  const amf::body& b = p.bodies.at(0);
+  if (b.target.ends_with("/onResult")) co_return json_reply(200, amf::json::writer().amf3(b.val));
+  const amf::object_node* status = b.val.as_object();
+  const auto code = status ? text_of(status->find("code")) : std::string_view("Server.Processing");
+  co_return fault_reply(fault_status(code, services_.find(service, method) != nullptr), code,
+                        status ? text_of(status->find("description")) : "",
+                        status ? text_of(status->find("details")) : "");
+}
+
+net::awaitable<http_reply> json_api::login(http_request& req, exchange& ex) {
+  std::string user, password;
+  try {
+    const ojson j = ojson::parse(req.body);
+    user = j.at("user").get<std::string>();
+    password = j.at("password").get<std::string>();
+  } catch (const std::exception&) {
+    co_return fault_reply(400, "Client.Message.Encoding",
+                          "expected {\"user\": \"...\", \"password\": \"...\"}");
+  }
+  amf::document doc;
+  // Named, not built inside co_await: GCC 12 miscompiles braced temporaries there.
+  const std::vector<amf::value> messages{
+      client::flex_command(doc, amf::flex::operation::login, "", user, password)};
+  std::string packet = client::flex_request(messages);
+  co_await gateway_.handle(std::move(packet), ex);
+  if (ex.status != 200) co_return refusal(ex);
+  amf::document answer;
+  const amf::packet p = amf::decode_packet(amf::as_bytes(ex.body), answer);
+  const auto reply = amf::flex::read(p.bodies.at(0).val, answer);
+  if (reply && reply->kind == amf::flex::kind::error) {
+    co_return fault_reply(fault_status(reply->fault_code, true), reply->fault_code,
+                          reply->fault_string, reply->fault_detail);
+  }
+  const ojson who{{"user", user}};
+  co_return json_reply(200, who);
+}
+
+net::awaitable<http_reply> json_api::logout(exchange& ex) {
+  amf::document doc;
+  const std::vector<amf::value> messages{
+      client::flex_command(doc, amf::flex::operation::logout, "")};
+  std::string packet = client::flex_request(messages);
+  co_await gateway_.handle(std::move(packet), ex);
+  if (ex.status != 200) co_return refusal(ex);
+  co_return json_reply(200, ojson::object());
+}
+
+net::awaitable<http_reply> json_api::trace(http_request& req, exchange& ex) {
+  amf::document doc;
+  std::string request;
+  try {
+    const ojson j = parse_limited(req.body, cfg_.limits.max_depth);
+    const auto service = j.at("service").get<std::string>();
+    const auto method = j.at("method").get<std::string>();
+    const auto encoding = j.value("encoding", std::string("amf3"));
+    const ojson& arguments = j.at("arguments");
+    if (!arguments.is_array()) throw amf::json::error("/arguments: expected an array");
+    amf::json::reader reader(doc, &services_.classes());
+    std::vector<amf::value> args;
+    for (const auto& a : arguments) {
+      args.push_back(encoding == "amf0" ? reader.amf0(a) : reader.amf3(a));
+    }
+    if (encoding == "flex") {
+      const amf::value message = client::flex_remoting(doc, service, method, args, "");
+      request = client::flex_request(std::vector{message});
+    } else if (encoding == "amf0" || encoding == "amf3") {
+      request = client::netconnection_request(service + "." + method, args, encoding == "amf3");
+    } else {
+      throw amf::json::error("/encoding: expected amf0, amf3 or flex");
+    }
+  } catch (const std::exception& e) {
+    co_return fault_reply(400, "Client.Message.Encoding", std::string("bad call: ") + e.what());
+  }
+  ojson out{{"request", amf::json::to_hex(amf::as_bytes(request))}};
+  {
+    amf::document sent;
+    out["request_packet"] =
+        amf::json::writer().packet(amf::decode_packet(amf::as_bytes(request), sent));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  co_await gateway_.handle(request, ex);
+  out["millis"] =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  out["status"] = ex.status;
+  if (ex.status != 200) {
+    out["error"] = ex.body;
+  } else {
+    out["response"] = amf::json::to_hex(amf::as_bytes(ex.body));
+    amf::document answer;
+    out["response_packet"] =
+        amf::json::writer().packet(amf::decode_packet(amf::as_bytes(ex.body), answer));
+  }
+  co_return json_reply(200, out);
+}
+
+http_reply json_api::decode(const http_request& req) const {
+  amf::document doc;
+  amf::decode_options opt;
+  opt.classes = &services_.classes();
+  opt.max_depth = cfg_.limits.max_depth;
+  amf::decode_error ec;
+  const amf::packet p = amf::decode_packet(amf::as_bytes(req.body), doc, ec, opt);
+  if (ec) {
+    return json_reply(422,
+                      {{"error", ec.message()}, {"offset", ec.offset}, {"bytes", req.body.size()}});
+  }
+  return json_reply(200, {{"packet", amf::json::writer().packet(p)}, {"bytes", req.body.size()}});
+}
+
+}  // namespace amfgate::server
