@@ -61,7 +61,8 @@ release() {
 step "release build, .deb and packaging checks" release
 # The examples, copied out of the checkout and built against the release tree installed to a
 # temporary prefix (`cmake --install --component dev`, what amfgate-dev holds): the contacts
-# daemon with its own test, and the codec alone (COMPONENTS codec) on a corpus packet.
+# daemon with its own test and the service console on it in Chromium, and the codec alone
+# (COMPONENTS codec) on a corpus packet.
 examples() {
   local work
   work=$(mktemp -d)
@@ -73,6 +74,10 @@ examples() {
       cmake --build "$work/codec"; } >"$work/build.log" 2>&1 ||
     { tail -50 "$work/build.log"; return 1; }
   (cd "$work/contacts" && ctest --output-on-failure) || return 1
+  # The service console in Chromium, on the contacts daemon; its screenshots stay in
+  # build/console for a person to look at.
+  node tests/browser/console.mjs "$work/contacts/contacts" "$work/src/contacts/contacts.json" \
+    "$shared/corpus/rocketamf/request/remotingMessage.bin" "$root/build/console" || return 1
   local targets
   targets=$("$work/codec/amftargets" "$shared/corpus/rocketamf/request/multiple-simple-request.bin")
   echo "$targets"

@@ -4,14 +4,14 @@
 //   node run.mjs AMFGATE [BUILD_DIR]
 // The page echoes every value through each of Royale's AMF APIs and publishes its verdict;
 // this script prints it and fails on any mismatch, or if the browser did not preflight.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+import { launchChromium, startDaemon, stopDaemon } from './lib.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const [amfgate, buildArg] = process.argv.slice(2);
@@ -74,29 +74,17 @@ function serve(dir) {
 
 // 3. amfgate on config/example.json's users and access rules, a port of its own, CORS for
 //    the page's origin.
-async function startGateway(origin) {
+function startGateway(origin) {
   const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
-  const config = {
+  return startDaemon(amfgate, {
     listen: { address: '127.0.0.1', port: 0 },
     introspection: true,
     log: { level: 'debug', access: true, sinks: [{ type: 'stdout' }] },
     users: example.users,
     access: example.access,
     cors: { allow_origins: [origin] },
-  };
-  fs.writeFileSync(path.join(work, 'amfgate.json'), JSON.stringify(config));
-  const log = fs.openSync(path.join(work, 'amfgate.log'), 'w');
-  const child = spawn(amfgate, ['--config', path.join(work, 'amfgate.json')],
-                      { stdio: ['ignore', log, log] });
-  for (let i = 0; i < 200; i++) {
-    const m = /listening on 127\.0\.0\.1:(\d+)/.exec(gatewayLog());
-    if (m) return { child, url: `http://127.0.0.1:${m[1]}/gateway` };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`amfgate did not start:\n${gatewayLog()}`);
+  }, work);
 }
-const gatewayLog = () => fs.readFileSync(path.join(work, 'amfgate.log'), 'utf8');
 
 let gateway, server, browser, status = 1;
 try {
@@ -106,18 +94,12 @@ try {
   server = await serve(page_dir);
   const origin = `http://127.0.0.1:${server.address().port}`;
   gateway = await startGateway(origin);
-  // As a root user in a container: no sandbox; no background traffic (the network is closed).
-  browser = await puppeteer.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-           '--disable-background-networking', '--disable-component-update', '--disable-sync',
-           `--user-data-dir=${path.join(work, 'chromium')}`],
-  });
+  browser = await launchChromium(work);
   const page = await browser.newPage();
   const console_lines = [];
   page.on('console', (m) => console_lines.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => console_lines.push(`page error: ${e.message}`));
-  await page.goto(`${origin}/index.html?gateway=${encodeURIComponent(gateway.url)}`);
+  await page.goto(`${origin}/index.html?gateway=${encodeURIComponent(`${gateway.base}/gateway`)}`);
   await page.waitForFunction('window.amfgateVerdict', { timeout: 60_000 }).catch(() => {
     throw new Error(`no verdict from the page in 60 s; its console:\n${console_lines.join('\n')}`);
   });
@@ -129,7 +111,7 @@ try {
                 (r.ok ? '' : `\n       got      ${r.got}\n       expected ${r.expected}`));
   }
   // The calls were cross-origin: the browser asked first, and amfgate let it.
-  const preflights = (gatewayLog().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
+  const preflights = (gateway.log().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
   console.log(`${verdict.passed} passed, ${verdict.failed} failed in the page; ` +
               `${preflights} CORS preflights answered 204`);
   status = verdict.failed === 0 && verdict.passed > 0 && preflights > 0 ? 0 : 1;
@@ -139,11 +121,8 @@ try {
 } finally {
   if (browser) await browser.close();
   if (server) server.close();
-  if (gateway) {
-    gateway.child.kill('SIGTERM');
-    await new Promise((r) => gateway.child.once('exit', r));
-  }
+  await stopDaemon(gateway);
   if (status === 0) fs.rmSync(work, { recursive: true, force: true });
-  else console.log(`kept ${work} (amfgate.log); the page: ${path.join(build, 'page.png')}`);
+  else console.log(`kept ${work} (daemon.log); the page: ${path.join(build, 'page.png')}`);
 }
 process.exit(status);
