@@ -1,5 +1,6 @@
 #include "amfgate/server/http.hpp"
 
+#include <spdlog/async.h>
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
@@ -271,7 +272,9 @@ net::awaitable<http_reply> router::metrics_page() {
   }
   http_reply r;
   r.content_type = "text/plain; version=0.0.4";
-  r.body = metrics_.render(count, workers_.snapshot());
+  const auto log_queue = spdlog::thread_pool();  // none in tests that log synchronously
+  r.body =
+      metrics_.render(count, workers_.snapshot(), log_queue ? log_queue->overrun_counter() : 0);
   co_return r;
 }
 

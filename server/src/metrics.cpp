@@ -35,8 +35,8 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
   if (faults) add(faults_total, faults);
 }
 
-std::string metrics::render(std::optional<std::size_t> sessions,
-                            const worker_pool::stats& pool) const {
+std::string metrics::render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
+                            std::size_t log_dropped) const {
   std::string out;
   auto sample = [&](std::string_view name, std::string_view labels, double v) {
     char number[32];
@@ -92,6 +92,9 @@ std::string metrics::render(std::optional<std::size_t> sessions,
   sample("amfgate_worker_queue_depth", "", static_cast<double>(pool.queued));
   family("amfgate_worker_queue_limit", "gauge", "Calls that may wait for a worker (then 503).");
   sample("amfgate_worker_queue_limit", "", static_cast<double>(pool.max_queue));
+  family("amfgate_log_lines_dropped_total", "counter",
+         "Log lines dropped, the oldest first, because the log queue was full.");
+  sample("amfgate_log_lines_dropped_total", "", static_cast<double>(log_dropped));
   family("amfgate_session_store_up", "gauge", "1 when the session store answers, else 0.");
   sample("amfgate_session_store_up", "", sessions ? 1 : 0);
   if (sessions) {

@@ -1,8 +1,6 @@
 // amfgate::run: the daemon around a user's services (amfgate itself binds none of its own).
 #include <malloc.h>
 #include <spdlog/async.h>
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
 #include "amfgate/services/redis_session_store.hpp"
+#include "log_sink.hpp"
 
 #ifndef AMFGATE_VERSION
 #define AMFGATE_VERSION "0.0.0"
@@ -38,18 +37,19 @@ constexpr const char* usage =
     "                   it answers 200 (for container health checks)\n"
     "  --hash-password  print a crypt(3) yescrypt hash for a user's \"password\" setting\n";
 
-// Async logging: a full queue drops the oldest line rather than stalling a request.
+// Async logging: a full queue drops the oldest line rather than stalling a request (counted in
+// /metrics); lines are written in batches (log_sink.hpp).
 std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make_loggers(
     const amfgate::config::log_settings& s) {
   spdlog::init_thread_pool(16384, 1);
   std::vector<spdlog::sink_ptr> sinks;
   for (const auto& k : s.sinks) {
     if (k.type == "stdout") {
-      sinks.push_back(std::make_shared<spdlog::sinks::stdout_sink_mt>());
+      sinks.push_back(std::make_shared<amfgate::logging::batched_sink>(STDOUT_FILENO));
     } else if (k.type == "stderr") {
-      sinks.push_back(std::make_shared<spdlog::sinks::stderr_sink_mt>());
+      sinks.push_back(std::make_shared<amfgate::logging::batched_sink>(STDERR_FILENO));
     } else {
-      sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(k.path));
+      sinks.push_back(std::make_shared<amfgate::logging::batched_sink>(k.path));
     }
   }
   auto make = [&](const char* name) {

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <list>
 
 #include "amf/decode.hpp"
@@ -269,6 +270,35 @@ TEST(Daemon, CrossdomainHealthAndMetrics) {
   EXPECT_EQ(d.wait(), 0);
   EXPECT_NE(std::system(probe.c_str()), 0);  // nobody listening
   std::remove(probe_config.c_str());
+}
+
+TEST(Daemon, TheBatchedLogLosesNothingAtShutdown) {
+  // Lines are written in batches (a second at most apart): the access log of every request
+  // is in the file once the daemon has exited on SIGTERM, in the usual format.
+  const std::string file = "/tmp/amfgate-test-log-" + std::to_string(::getpid()) + ".log";
+  std::remove(file.c_str());
+  daemon d("\"log\": {\"sinks\": [{\"type\": \"stdout\"}, {\"type\": \"file\", \"path\": \"" +
+           file + "\"}]}");
+  auto http = d.client();
+  amf::document doc;
+  const amf::value args[] = {doc.string("x")};
+  const std::string body = client::netconnection_request("echo", args, false);
+  constexpr int calls = 300;
+  for (int i = 0; i < calls; ++i) ASSERT_EQ(http.post("/gateway", body).status, 200u);
+  EXPECT_NE(http.get("/metrics").body.find("\namfgate_log_lines_dropped_total 0\n"),
+            std::string::npos);
+  d.signal(SIGTERM);
+  ASSERT_EQ(d.wait(), 0);
+  std::ifstream in(file);
+  int logged = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("[access] [info] 127.0.0.1:") != std::string::npos &&
+        line.find("\"POST /gateway\" 200 in=") != std::string::npos) {
+      ++logged;
+    }
+  }
+  EXPECT_EQ(logged, calls);
+  std::remove(file.c_str());
 }
 
 TEST(Daemon, SlowClientsAreCutOff) {

@@ -28,7 +28,9 @@ class metrics {
 
   /// Prometheus text exposition format. `sessions`: the store's count, or none when the
   /// store cannot be reached; `pool`: the worker pool now.
-  std::string render(std::optional<std::size_t> sessions, const worker_pool::stats& pool) const;
+  /// `log_dropped`: log lines the full log queue dropped (spdlog's overrun counter).
+  std::string render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
+                     std::size_t log_dropped = 0) const;
 
  private:
   // Counters are sharded by thread so that I/O threads do not fight over cache lines;
