@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Load run: wrk posts recorded AMF bodies (an AMF0 echo and a Flex echo) to amfgate, and the
-# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). A second
+# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). amfgate runs
+# with the access log off, and on as a user runs it (to stdout, and to a file sink): the
+# last line is what the access log costs. A second
 # amfgate keeps its sessions in a redis-server of its own: the AMF0 echo without a session
 # (requests hop to the worker threads) and with a session cookie (one GETEX per request).
 # Rounds are interleaved and medians reported, since a shared machine drifts: requests/s,
@@ -31,6 +33,15 @@ done
 cat >"$work/amfgate.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18481}, "threads": 2, "log": {"access": false}}
 JSON
+# The same daemon on the defaults a user runs: the access log on, to standard output (here a
+# file, as a container runtime or journald collects it), and to a file sink.
+cat >"$work/amfgate-log.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18485}, "threads": 2}
+JSON
+cat >"$work/amfgate-file.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18486}, "threads": 2,
+ "log": {"sinks": [{"type": "file", "path": "$work/access-file.log"}]}}
+JSON
 cat >"$work/amfgate-redis.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18483}, "threads": 2, "log": {"access": false},
  "sessions": {"store": "redis", "redis": {"port": 18482}}}
@@ -47,7 +58,11 @@ build/bench/server/amfgate --config "$work/amfgate-redis.json" >"$work/amfgate-r
 gate_redis=$!
 build/bench/tests/amfgate_test_daemon --config "$work/test-daemon.json" >"$work/test-daemon.log" &
 slow=$!
-pids=("$bare" "$gate" "$gate_redis" "$redis" "$slow")
+build/bench/server/amfgate --config "$work/amfgate-log.json" >"$work/amfgate-stdout.log" &
+gate_log=$!
+build/bench/server/amfgate --config "$work/amfgate-file.json" >/dev/null &
+gate_file=$!
+pids=("$bare" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file")
 sleep 1
 session=0123456789abcdef0123456789abcdef
 redis-cli -p 18482 SET "amfgate:session:$session" \
@@ -69,6 +84,9 @@ for r in $(seq "$rounds"); do
   run ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
   run amf0-echo "$gate" http://127.0.0.1:18481/gateway "$work/amf0-echo.amf"
   run flex-echo "$gate" http://127.0.0.1:18481/gateway "$work/flex-echo.amf"
+  run amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
+  run flex-log "$gate_log" http://127.0.0.1:18485/gateway "$work/flex-echo.amf"
+  run amf0-file "$gate_file" http://127.0.0.1:18486/gateway "$work/amf0-echo.amf"
   run redis-anon "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf"
   run redis-sess "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf" \
     "AMFGATESESSIONID=$session"
@@ -94,11 +112,17 @@ awk -v rounds="$rounds" '
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
     printf "%-10s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling amf0-echo flex-echo redis-anon redis-sess slow-quiet slow-busy", names, " ")
-    for (k = 1; k <= 7; k++) {
+    split("ceiling amf0-echo flex-echo amf0-log flex-log amf0-file redis-anon redis-sess " \
+          "slow-quiet slow-busy", names, " ")
+    for (k = 1; k <= 10; k++) {
       n = names[k]
       printf "%-10s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
     }
     printf "(medians of %d interleaved rounds; cpu ratio = ceiling cpu / case cpu)\n", rounds
+    printf "access log cost, cpu per request with the log / without: amf0 to stdout %.2fx, " \
+           "amf0 to a file %.2fx, flex to stdout %.2fx (goal <= 1.10x)\n",
+      median(cpu["amf0-log"]) / median(cpu["amf0-echo"]),
+      median(cpu["amf0-file"]) / median(cpu["amf0-echo"]),
+      median(cpu["flex-log"]) / median(cpu["flex-echo"])
   }' "$work/results"
