@@ -1,6 +1,5 @@
 #include "amfgate/server/http.hpp"
 
-#include <spdlog/async.h>
 #include <spdlog/spdlog.h>
 
 #include <sys/socket.h>
@@ -27,6 +26,7 @@
 
 #include "amfgate/server/budget.hpp"
 #include "amfgate/services/quote.hpp"
+#include "log_sink.hpp"
 
 namespace amfgate::server {
 
@@ -272,9 +272,7 @@ net::awaitable<http_reply> router::metrics_page() {
   }
   http_reply r;
   r.content_type = "text/plain; version=0.0.4";
-  const auto log_queue = spdlog::thread_pool();  // none in tests that log synchronously
-  r.body =
-      metrics_.render(count, workers_.snapshot(), log_queue ? log_queue->overrun_counter() : 0);
+  r.body = metrics_.render(count, workers_.snapshot(), logging::dropped_lines());
   co_return r;
 }
 

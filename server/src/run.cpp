@@ -52,17 +52,18 @@ std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make
       sinks.push_back(std::make_shared<amfgate::logging::batched_sink>(k.path));
     }
   }
-  auto make = [&](const char* name) {
-    auto l = std::make_shared<spdlog::async_logger>(name, sinks.begin(), sinks.end(),
-                                                    spdlog::thread_pool(),
-                                                    spdlog::async_overflow_policy::overrun_oldest);
+  auto make = [&](std::shared_ptr<spdlog::logger> l) {
     l->set_level(spdlog::level::from_str(s.level));
     l->flush_on(spdlog::level::warn);
     spdlog::register_logger(l);
     return l;
   };
-  auto log = make("amfgate");
-  auto access = make("access");
+  // The daemon's own lines on the async logger; the access log, one line per request,
+  // synchronous: the sinks only buffer, so an I/O thread formats and appends and wakes no one.
+  auto log = make(std::make_shared<spdlog::async_logger>(
+      "amfgate", sinks.begin(), sinks.end(), spdlog::thread_pool(),
+      spdlog::async_overflow_policy::overrun_oldest));
+  auto access = make(std::make_shared<spdlog::logger>("access", sinks.begin(), sinks.end()));
   spdlog::flush_every(std::chrono::seconds(1));
   return {log, access};
 }
