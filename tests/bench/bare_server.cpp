@@ -1,8 +1,9 @@
-// The load benchmark's ceiling: a bare Boost.Beast endpoint, built like amfgate's HTTP layer
-// (one strand per connection, keep-alive, N threads) that answers every request with a fixed
-// AMF body and does no AMF work.
+// The load benchmark's ceilings: bare Boost.Beast endpoints that answer every request with a
+// fixed AMF body and do no AMF work. By default built like amfgate's HTTP layer (one strand
+// per connection, keep-alive, THREADS threads); with --sync, Beast's synchronous server (a
+// thread per connection, blocking reads and writes), which measured faster on this machine.
 //
-//   bare_server PORT [THREADS]
+//   bare_server PORT [THREADS] [--sync]
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/strand.hpp>
@@ -65,12 +66,41 @@ void accept(tcp::acceptor& a, net::io_context& ioc) {
   });
 }
 
+// One connection of the synchronous server, on a thread of its own.
+void serve_blocking(tcp::socket socket) {
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(16 << 20);
+    http::read(socket, buffer, parser, ec);
+    if (ec) break;
+    http::response<http::string_body> res(http::status::ok, parser.get().version());
+    res.set(http::field::content_type, "application/x-amf");
+    res.body() = reply_body;
+    res.keep_alive(parser.get().keep_alive());
+    res.prepare_payload();
+    http::write(socket, res, ec);
+    if (ec || !res.keep_alive()) break;
+  }
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const auto port = static_cast<unsigned short>(std::atoi(argv[1]));
   const int threads = argc > 2 ? std::atoi(argv[2]) : 2;
+  if (argc > 3 && std::string(argv[3]) == "--sync") {
+    net::io_context ioc(1);
+    tcp::acceptor acceptor(ioc, {net::ip::make_address("127.0.0.1"), port});
+    for (;;) {
+      tcp::socket socket(ioc);
+      acceptor.accept(socket);
+      std::thread(serve_blocking, std::move(socket)).detach();
+    }
+  }
   net::io_context ioc(threads);
   tcp::acceptor acceptor(ioc, {net::ip::make_address("127.0.0.1"), port});
   accept(acceptor, ioc);

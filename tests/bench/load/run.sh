@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Load run: wrk posts recorded AMF bodies (an AMF0 echo and a Flex echo) to amfgate, and the
-# same AMF0 body to a bare Beast endpoint built in the same tree (the ceiling). amfgate runs
+# same AMF0 body to bare Beast endpoints built in the same tree (the ceilings: asynchronous as
+# amfgate's HTTP layer, and Beast's synchronous thread-per-connection server). amfgate runs
 # with the access log off, and on as a user runs it (to stdout, and to a file sink): the
-# last line is what the access log costs. A second
+# last lines are what the access log costs, and the defaults against each ceiling. A second
 # amfgate keeps its sessions in a redis-server of its own: the AMF0 echo without a session
 # (requests hop to the worker threads) and with a session cookie (one GETEX per request).
 # Rounds are interleaved and medians reported, since a shared machine drifts: requests/s,
@@ -52,6 +53,7 @@ JSON
 redis-server --port 18482 --bind 127.0.0.1 --save "" --appendonly no --dir "$work" \
   >"$work/redis.log" & redis=$!
 build/bench/tests/bench/bare_server 18480 2 & bare=$!
+build/bench/tests/bench/bare_server 18487 2 --sync & bare_sync=$!
 build/bench/server/amfgate --config "$work/amfgate.json" >"$work/amfgate.log" & gate=$!
 sleep 0.5
 build/bench/server/amfgate --config "$work/amfgate-redis.json" >"$work/amfgate-redis.log" &
@@ -62,7 +64,7 @@ build/bench/server/amfgate --config "$work/amfgate-log.json" >"$work/amfgate-std
 gate_log=$!
 build/bench/server/amfgate --config "$work/amfgate-file.json" >/dev/null &
 gate_file=$!
-pids=("$bare" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file")
+pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file")
 sleep 1
 session=0123456789abcdef0123456789abcdef
 redis-cli -p 18482 SET "amfgate:session:$session" \
@@ -82,6 +84,7 @@ run() {  # run NAME PID URL BODY [COOKIE]: one line "NAME rps p50 p99 cpu_us err
 }
 for r in $(seq "$rounds"); do
   run ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
+  run sync-ceiling "$bare_sync" http://127.0.0.1:18487/ "$work/amf0-echo.amf"
   run amf0-echo "$gate" http://127.0.0.1:18481/gateway "$work/amf0-echo.amf"
   run flex-echo "$gate" http://127.0.0.1:18481/gateway "$work/flex-echo.amf"
   run amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
@@ -110,13 +113,13 @@ awk -v rounds="$rounds" '
     cpu[$1] = cpu[$1] " " $5; err[$1] += $6; order[$1] = NR }
   END {
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
-    printf "%-10s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
+    printf "%-12s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling amf0-echo flex-echo amf0-log flex-log amf0-file redis-anon redis-sess " \
-          "slow-quiet slow-busy", names, " ")
-    for (k = 1; k <= 10; k++) {
+    split("ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file redis-anon " \
+          "redis-sess slow-quiet slow-busy", names, " ")
+    for (k = 1; k <= 11; k++) {
       n = names[k]
-      printf "%-10s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
+      printf "%-12s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
     }
     printf "(medians of %d interleaved rounds; cpu ratio = ceiling cpu / case cpu)\n", rounds
@@ -125,4 +128,11 @@ awk -v rounds="$rounds" '
       median(cpu["amf0-log"]) / median(cpu["amf0-echo"]),
       median(cpu["amf0-file"]) / median(cpu["amf0-echo"]),
       median(cpu["flex-log"]) / median(cpu["flex-echo"])
+    for (k = 1; k <= 2; k++) {
+      c = k == 1 ? "ceiling" : "sync-ceiling"
+      printf "on the defaults against %s: cpu per request amf0 %.2fx (goal <= 1.10x), " \
+             "flex %.2fx (goal <= 1.25x); p99 amf0 %.2fx, flex %.2fx (goal <= 2x)\n", c,
+        median(cpu["amf0-log"]) / median(cpu[c]), median(cpu["flex-log"]) / median(cpu[c]),
+        median(p99["amf0-log"]) / median(p99[c]), median(p99["flex-log"]) / median(p99[c])
+    }
   }' "$work/results"
