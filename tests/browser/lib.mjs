@@ -11,7 +11,9 @@ export async function startDaemon(binary, config, work) {
   fs.writeFileSync(file, JSON.stringify(config));
   const logFile = path.join(work, 'daemon.log');
   const out = fs.openSync(logFile, 'w');
-  const child = spawn(binary, ['--config', file], { stdio: ['ignore', out, out], cwd: work });
+  // In `work`, where relative paths of the settings land; the binary as named from here.
+  const child = spawn(path.resolve(binary), ['--config', file],
+                      { stdio: ['ignore', out, out], cwd: work });
   const log = () => fs.readFileSync(logFile, 'utf8');
   for (let i = 0; i < 200; i++) {
     const m = /listening on 127\.0\.0\.1:(\d+)/.exec(log());

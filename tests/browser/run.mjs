@@ -110,7 +110,9 @@ try {
     console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.api}: ${r.name}` +
                 (r.ok ? '' : `\n       got      ${r.got}\n       expected ${r.expected}`));
   }
-  // The calls were cross-origin: the browser asked first, and amfgate let it.
+  // The calls were cross-origin: the browser asked first, and amfgate let it. (The access
+  // log is complete once the daemon has exited: lines are written in batches.)
+  await stopDaemon(gateway);
   const preflights = (gateway.log().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
   console.log(`${verdict.passed} passed, ${verdict.failed} failed in the page; ` +
               `${preflights} CORS preflights answered 204`);
