@@ -556,7 +556,8 @@ value reader::special(const ordered_json& j, const std::string& key, bool amf3) 
     auto* a =
         doc_.create<array_node>(key == "$ecma" ? type::ecma_array : type::array, doc_.resource());
     table.push_back(a);
-    if (key == "$ecma") a->ecma_count = j.value("$count", 0u);
+    if (key == "$ecma" && j.contains("$count"))
+      a->ecma_count = integer<std::uint32_t>(j.at("$count"));
     for (const auto& [k, v] : x.items()) {
       path_segment s(*this, k);
       a->assoc.push_back({doc_.copy(unescape(k)), parse(v, amf3)});

@@ -86,6 +86,11 @@ TEST(Json, IntegersOutOfRangeAreErrors) {
   EXPECT_THROW(r.amf3(ordered_json::parse(R"({"$int": 4294967296})")), json::error);
   EXPECT_THROW(r.amf3(ordered_json::parse(R"({"$ref": -1})")), json::error);
   EXPECT_THROW(r.amf0(ordered_json::parse(R"({"$date": 0.0, "$tz": 40000})")), json::error);
+  // An ECMA array's count is a u32 (a double past it was converted undefined: fuzz_json).
+  EXPECT_THROW(r.amf0(ordered_json::parse(R"({"$ecma": {}, "$count": 1e83})")), json::error);
+  EXPECT_THROW(r.amf0(ordered_json::parse(R"({"$ecma": {}, "$count": -1})")), json::error);
+  EXPECT_EQ(r.amf0(ordered_json::parse(R"({"$ecma": {}, "$count": 7})")).as_array()->ecma_count,
+            7u);
   EXPECT_EQ(r.amf3(ordered_json::parse(R"({"$int": -5})")).as_int(), -5);
 }
 
