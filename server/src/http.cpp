@@ -82,17 +82,6 @@ std::string loggable_target(std::string_view target, std::string_view cookie) {
   return out + services::escaped(target, 1024);
 }
 
-namespace {
-
-// Media types are case-insensitive (RFC 9110 8.3.1): `Application/X-AMF; charset=...` is AMF.
-bool is_amf(std::string_view content_type) {
-  auto type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-  return beast::iequals(type, "application/x-amf");
-}
-
-}  // namespace
-
 router::router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
                const metrics& m, services::session_store& sessions, worker_pool& workers,
                std::shared_ptr<spdlog::logger> log)
@@ -299,7 +288,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
       r.headers.emplace_back("Allow", cfg_.cors.enabled() ? "POST, OPTIONS" : "POST");
       co_return text(405, "method not allowed: AMF gateways take POST\n");
     }
-    if (!is_amf(req.content_type)) {
+    if (!media_type_is(req.content_type, "application/x-amf")) {
       co_return text(415, "unsupported media type: expected application/x-amf\n");
     }
     exchange ex = exchange_for(req);

@@ -46,12 +46,6 @@ unsigned fault_status(std::string_view code, bool method_exists) {
   return 422;
 }
 
-bool is_json(std::string_view content_type) {
-  const auto type = content_type.substr(0, content_type.find(';'));
-  return type.size() == 16 && std::equal(type.begin(), type.end(), "application/json",
-                                         [](char a, char b) { return std::tolower(a) == b; });
-}
-
 // JSON no deeper than `max_depth`: the typed-JSON reader recurses once per level.
 ojson parse_limited(std::string_view text, std::size_t max_depth) {
   return ojson::parse(text, [max_depth](int depth, ojson::parse_event_t, ojson&) {
@@ -85,9 +79,17 @@ json_api::json_api(const config::gateway_config& cfg, gateway& gw,
                    const services::registry& services, std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg), gateway_(gw), services_(services), log_(std::move(log)) {}
 
+net::awaitable<std::variant<http_reply, amf::body>> json_api::first_answer(std::string packet,
+                                                                           exchange& ex,
+                                                                           amf::document& answer) {
+  co_await gateway_.handle(std::move(packet), ex);
+  if (ex.status != 200) co_return refusal(ex);
+  co_return amf::decode_packet(amf::as_bytes(ex.body), answer).bodies.at(0);
+}
+
 net::awaitable<http_reply> json_api::call(std::string_view service, std::string_view method,
                                           http_request& req, exchange& ex) {
-  if (!is_json(req.content_type)) {
+  if (!media_type_is(req.content_type, "application/json")) {
     co_return fault_reply(415, "Client.Message.Encoding",
                           "expected Content-Type application/json: a JSON array of arguments");
   }
@@ -109,11 +111,10 @@ net::awaitable<http_reply> json_api::call(std::string_view service, std::string_
                           std::string("bad arguments: ") + e.what());
   }
   const std::string target = std::string(service) + "." + std::string(method);
-  co_await gateway_.handle(client::netconnection_request(target, args, true), ex);
-  if (ex.status != 200) co_return refusal(ex);
   amf::document answer;
-  const amf::packet p = amf::decode_packet(amf::as_bytes(ex.body), answer);
-  const amf::body& b = p.bodies.at(0);
+  auto sent = co_await first_answer(client::netconnection_request(target, args, true), ex, answer);
+  if (auto* refused = std::get_if<http_reply>(&sent)) co_return std::move(*refused);
+  const amf::body& b = std::get<amf::body>(sent);
   if (b.target.ends_with("/onResult")) co_return json_reply(200, amf::json::writer().amf3(b.val));
   const amf::object_node* status = b.val.as_object();
   const auto code = status ? text_of(status->find("code")) : std::string_view("Server.Processing");
@@ -136,12 +137,10 @@ net::awaitable<http_reply> json_api::login(http_request& req, exchange& ex) {
   // Named, not built inside co_await: GCC 12 miscompiles braced temporaries there.
   const std::vector<amf::value> messages{
       client::flex_command(doc, amf::flex::operation::login, "", user, password)};
-  std::string packet = client::flex_request(messages);
-  co_await gateway_.handle(std::move(packet), ex);
-  if (ex.status != 200) co_return refusal(ex);
   amf::document answer;
-  const amf::packet p = amf::decode_packet(amf::as_bytes(ex.body), answer);
-  const auto reply = amf::flex::read(p.bodies.at(0).val, answer);
+  auto sent = co_await first_answer(client::flex_request(messages), ex, answer);
+  if (auto* refused = std::get_if<http_reply>(&sent)) co_return std::move(*refused);
+  const auto reply = amf::flex::read(std::get<amf::body>(sent).val, answer);
   if (reply && reply->kind == amf::flex::kind::error) {
     co_return fault_reply(fault_status(reply->fault_code, true), reply->fault_code,
                           reply->fault_string, reply->fault_detail);
@@ -154,9 +153,9 @@ net::awaitable<http_reply> json_api::logout(exchange& ex) {
   amf::document doc;
   const std::vector<amf::value> messages{
       client::flex_command(doc, amf::flex::operation::logout, "")};
-  std::string packet = client::flex_request(messages);
-  co_await gateway_.handle(std::move(packet), ex);
-  if (ex.status != 200) co_return refusal(ex);
+  amf::document answer;
+  auto sent = co_await first_answer(client::flex_request(messages), ex, answer);
+  if (auto* refused = std::get_if<http_reply>(&sent)) co_return std::move(*refused);
   co_return json_reply(200, ojson::object());
 }
 

@@ -87,6 +87,9 @@ TEST(JsonEndpoint, FaultsCarryTheAmfCodeAndAStatus) {
                 .find("max_depth"),
             std::string::npos);
   EXPECT_EQ(http.post("/json/EchoService/echo", "[]", "text/plain").status, 415u);
+  // Media types compare without case, parameters or the spaces before them (RFC 9110 8.3.1).
+  EXPECT_EQ(http.post("/json/EchoService/echo", "[1]", "Application/JSON ; charset=utf-8").status,
+            200u);
   EXPECT_EQ(http.get("/json/EchoService/echo").status, 405u);
   EXPECT_EQ(post_json(http, "/json/EchoService", "[]").status, 404u);
   EXPECT_EQ(post_json(http, "/json/EchoService/echo", "[" + std::string(70'000, ' ') + "]").status,

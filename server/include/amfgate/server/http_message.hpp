@@ -1,6 +1,8 @@
 // What the router takes and gives: a request as the HTTP layer read it, and its answer.
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <functional>
 #include <memory_resource>
 #include <string>
@@ -9,6 +11,16 @@
 #include <vector>
 
 namespace amfgate::server {
+
+/// Whether a Content-Type names `type` (lower case): media types are case-insensitive
+/// (RFC 9110 8.3.1), and parameters and the spaces before them are not part of it, so
+/// `Application/X-AMF ; charset=utf-8` is `application/x-amf`.
+inline bool media_type_is(std::string_view content_type, std::string_view type) {
+  auto t = content_type.substr(0, content_type.find(';'));
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+  return std::ranges::equal(
+      t, type, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+}
 
 struct http_reply {
   unsigned status = 200;

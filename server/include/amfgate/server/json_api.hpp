@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "amfgate/config.hpp"
 #include "amfgate/server/gateway.hpp"
@@ -47,6 +48,12 @@ class json_api {
   http_reply decode(const http_request& req) const;
 
  private:
+  /// Runs `packet` through the gateway: the first body of its answer, decoded into `answer`
+  /// (it points into `ex.body`), or the refusal when the gateway did not answer 200.
+  boost::asio::awaitable<std::variant<http_reply, amf::body>> first_answer(std::string packet,
+                                                                           exchange& ex,
+                                                                           amf::document& answer);
+
   const config::gateway_config& cfg_;
   gateway& gateway_;
   const services::registry& services_;
