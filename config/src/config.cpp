@@ -148,6 +148,91 @@ bool valid_origin(std::string_view o) {
   });
 }
 
+// null (anyone) or {"authenticated", "roles"}, as in "access".
+walker::field optional_rule(walker& w, std::optional<access_rule>& out) {
+  return [&w, &out](const json& v, const std::string& p) {
+    if (v.is_null()) {
+      out.reset();
+      return;
+    }
+    access_rule r;
+    w.object(v, p, {{"authenticated", w.boolean(r.authenticated)}, {"roles", w.strings(r.roles)}});
+    out = r;
+  };
+}
+
+json rule_json(const std::optional<access_rule>& r) {
+  if (!r) return nullptr;
+  return {{"authenticated", r->authenticated}, {"roles", r->roles}};
+}
+
+void destination(walker& w, const json& v, const std::string& p, destination_settings& d) {
+  w.object(v, p,
+           {{"allow_subtopics", w.boolean(d.allow_subtopics)},
+            {"subtopic_separator", w.string(d.subtopic_separator)},
+            {"disallow_wildcard_subtopics", w.boolean(d.disallow_wildcard_subtopics)},
+            {"send", optional_rule(w, d.send)},
+            {"subscribe", optional_rule(w, d.subscribe)},
+            {"message_ttl_ms",
+             [&](const json& t, const std::string& tp) {
+               if (t.is_null()) return d.message_ttl.reset();
+               d.message_ttl.emplace();
+               w.millis (*d.message_ttl)(t, tp);
+             }},
+            {"retention", [&](const json& r, const std::string& rp) {
+               w.object(r, rp,
+                        {{"max_messages", w.integer(d.max_messages, 1, 10'000'000)},
+                         {"max_bytes", w.integer(d.max_bytes, 1024, std::uint64_t{1} << 34)}});
+             }}});
+  if (d.subtopic_separator.empty() || d.subtopic_separator.find('*') != std::string::npos) {
+    w.fail(p + "/subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
+  }
+}
+
+void messaging(walker& w, const json& v, const std::string& p, messaging_settings& m) {
+  w.object(
+      v, p,
+      {{"poll_wait_ms", w.millis(m.poll_wait)},
+       {"client_wait_ms", w.millis(m.client_wait)},
+       {"busy_wait_ms", w.millis(m.busy_wait)},
+       {"max_parked", w.integer(m.max_parked, 0, 10'000'000)},
+       {"max_parked_per_session", w.integer(m.max_parked_per_session, 0, 1'000'000)},
+       {"max_messages_per_poll", w.integer(m.max_messages_per_poll, 1, 1'000'000)},
+       {"max_subscriptions", w.integer(m.max_subscriptions, 1, 100'000'000)},
+       {"max_subscriptions_per_client", w.integer(m.max_subscriptions_per_client, 1, 1'000'000)},
+       {"client_idle_timeout_ms", w.millis(m.client_idle_timeout)},
+       {"destinations", [&](const json& d, const std::string& dp) {
+          if (!d.is_object()) return w.fail(dp, "an object of \"name\": destination", d);
+          for (const auto& [name, section] : d.items()) {
+            destination(w, section, dp + "/" + name, m.destinations[name]);
+          }
+        }}});
+}
+
+json messaging_json(const messaging_settings& m) {
+  json destinations = json::object();
+  for (const auto& [name, d] : m.destinations) {
+    destinations[name] = {
+        {"allow_subtopics", d.allow_subtopics},
+        {"subtopic_separator", d.subtopic_separator},
+        {"disallow_wildcard_subtopics", d.disallow_wildcard_subtopics},
+        {"send", rule_json(d.send)},
+        {"subscribe", rule_json(d.subscribe)},
+        {"message_ttl_ms", d.message_ttl ? json(d.message_ttl->count()) : json(nullptr)},
+        {"retention", {{"max_messages", d.max_messages}, {"max_bytes", d.max_bytes}}}};
+  }
+  return {{"poll_wait_ms", m.poll_wait.count()},
+          {"client_wait_ms", m.client_wait.count()},
+          {"busy_wait_ms", m.busy_wait.count()},
+          {"max_parked", m.max_parked},
+          {"max_parked_per_session", m.max_parked_per_session},
+          {"max_messages_per_poll", m.max_messages_per_poll},
+          {"max_subscriptions", m.max_subscriptions},
+          {"max_subscriptions_per_client", m.max_subscriptions_per_client},
+          {"client_idle_timeout_ms", m.client_idle_timeout.count()},
+          {"destinations", destinations}};
+}
+
 void apply(walker& w, const json& j, gateway_config& c) {
   w.object(
       j, "",
@@ -328,6 +413,8 @@ void apply(walker& w, const json& j, gateway_config& c) {
              }
            }},
           {"small_messages", w.boolean(c.small_messages)},
+          {"messaging",
+           [&](const json& v, const std::string& p) { messaging(w, v, p, c.messaging); }},
           {"users",
            [&](const json& v, const std::string& p) {
              if (!v.is_array()) return w.fail(p, "an array of users", v);
@@ -454,6 +541,7 @@ json to_json(const gateway_config& c) {
           {"connect_timeout_ms", c.sessions.redis.connect_timeout.count()},
           {"command_timeout_ms", c.sessions.redis.command_timeout.count()}}}}},
       {"small_messages", c.small_messages},
+      {"messaging", messaging_json(c.messaging)},
       {"users", users},
       {"access", access},
       {"services", services},

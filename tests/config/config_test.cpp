@@ -125,6 +125,37 @@ std::string read(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
+TEST(Config, MessagingDestinations) {
+  const gateway_config c = parse(R"({"messaging": {"poll_wait_ms": 20000, "destinations": {
+      "chat": {"allow_subtopics": true, "send": {"roles": ["user"]}, "message_ttl_ms": 5000,
+               "retention": {"max_messages": 50}},
+      "ticks": {}}}})");
+  EXPECT_EQ(c.messaging.poll_wait, milliseconds(20'000));
+  const destination_settings& chat = c.messaging.destinations.at("chat");
+  EXPECT_TRUE(chat.allow_subtopics);
+  EXPECT_EQ(chat.subtopic_separator, ".");
+  ASSERT_TRUE(chat.send);
+  EXPECT_EQ(chat.send->roles, std::vector<std::string>{"user"});
+  EXPECT_FALSE(chat.subscribe);  // anyone
+  EXPECT_EQ(chat.message_ttl, milliseconds(5000));
+  EXPECT_EQ(chat.max_messages, 50u);
+  EXPECT_EQ(chat.max_bytes, std::size_t{1} << 20);
+  EXPECT_FALSE(c.messaging.destinations.at("ticks").allow_subtopics);
+  // What parses prints back as it was read.
+  EXPECT_EQ(to_json_text(parse(to_json_text(c))), to_json_text(c));
+
+  EXPECT_EQ(errors_of(R"({"messaging": {"destinations": {"d": {"retention": {"max_messages": 0},
+      "subtopic_separator": "", "subscribe": {"role": ["x"]}}}, "max_parked": -1}})"),
+            (std::vector<std::string>{
+                "/messaging/destinations/d/retention/max_messages: expected an integer from 1 "
+                "to 10000000, got 0",
+                "/messaging/destinations/d/subscribe/role: unknown key (known here: "
+                "authenticated, roles)",
+                "/messaging/destinations/d/subtopic_separator: expected a separator (not empty, "
+                "no '*'), got \"\"",
+                "/messaging/max_parked: expected an integer from 0 to 10000000, got -1"}));
+}
+
 TEST(Config, ShippedFilesParseAndTheDefaultsFileIsTheDefaults) {
   EXPECT_EQ(read(AMFGATE_SOURCE_DIR "/config/amfgate.json"), defaults_json());
   // The compose stack's config (docker/amfgate.json) is what the deployment test runs.

@@ -146,6 +146,41 @@ struct access_rule {
   std::vector<std::string> roles;  ///< and, if not empty, one of these roles
 };
 
+/// A messaging destination (`messaging.destinations.<name>`): what BlazeDS configured as a
+/// <destination> of its MessageService with the ActionScriptAdapter.
+struct destination_settings {
+  bool allow_subtopics = false;
+  std::string subtopic_separator = ".";
+  bool disallow_wildcard_subtopics = false;
+  std::optional<access_rule> send;       ///< who may publish; none: anyone
+  std::optional<access_rule> subscribe;  ///< who may subscribe; none: anyone
+  /// Overrides each message's timeToLive when set (0: never expires).
+  std::optional<milliseconds> message_ttl;
+  /// What the destination keeps for consumers that have not polled yet: the oldest messages
+  /// go first past either bound (consumers behind are told how many they lost).
+  std::size_t max_messages = 1000;
+  std::size_t max_bytes = std::size_t{1} << 20;
+};
+
+/// Flex messaging (Producer/Consumer) over the gateway paths.
+struct messaging_settings {
+  /// How long a poll with nothing to deliver parks for a message (long-polling); 0 answers
+  /// at once (plain polling, BlazeDS's default).
+  milliseconds poll_wait{0};
+  /// DSPollWait on the reply to a poll that could park: when the client polls next.
+  milliseconds client_wait{0};
+  /// DSPollWait on the reply to a poll that could not park (limits reached, batched).
+  milliseconds busy_wait{3'000};
+  std::size_t max_parked = 10'000;           ///< parked polls in the daemon
+  std::size_t max_parked_per_session = 5;    ///< per HTTP session (browsers keep ~6 per host)
+  std::size_t max_messages_per_poll = 1000;  ///< the rest waits for the next poll
+  std::size_t max_subscriptions = 100'000;
+  std::size_t max_subscriptions_per_client = 100;  ///< per FlexClient (DSId)
+  /// A FlexClient that does not poll for this long loses its subscriptions.
+  milliseconds client_idle_timeout{30 * 60'000};
+  std::map<std::string, destination_settings> destinations;
+};
+
 struct gateway_config {
   listen_settings listen;
   unsigned threads = 0;  ///< I/O threads; 0 = one per core
@@ -167,6 +202,7 @@ struct gateway_config {
   console_settings console;
   session_settings sessions;
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
+  messaging_settings messaging;
   std::vector<user> users;
   std::map<std::string, access_rule> access;
   /// Each application service's own settings, "services": {"<Name>": {...}}, kept as JSON
