@@ -40,7 +40,14 @@ void argument_count(const call_context& ctx, std::size_t expected, std::size_t g
 
 }  // namespace detail
 
-registry::registry() : classes_(amf::class_registry::builtin()) {}
+registry::registry()
+    : classes_(amf::class_registry::builtin()),
+      messaging_(std::make_unique<services::messaging>()) {}
+
+void registry::configure_messaging(const config::messaging_settings& settings) {
+  if (frozen_) throw std::logic_error("cannot configure messaging: the registry is in use");
+  messaging_ = std::make_unique<services::messaging>(settings);
+}
 
 void registry::add(std::string_view service, std::string_view method_name, method m) {
   const std::string name = std::string(service) + "." + std::string(method_name);

@@ -39,6 +39,8 @@
 #include "amf/packet.hpp"
 #include "amf/value.hpp"
 #include "amfgate/services/auth.hpp"
+#include "amfgate/services/fault.hpp"
+#include "amfgate/services/messaging.hpp"
 #include "amfgate/services/session.hpp"
 
 namespace spdlog {
@@ -46,19 +48,6 @@ class logger;
 }
 
 namespace amfgate::services {
-
-/// An error for the client: an AMF0 onStatus object or a Flex ErrorMessage.
-class fault : public std::runtime_error {
- public:
-  fault(std::string code, const std::string& message, std::string detail = {})
-      : std::runtime_error(message), code_(std::move(code)), detail_(std::move(detail)) {}
-  const std::string& code() const noexcept { return code_; }
-  const std::string& detail() const noexcept { return detail_; }
-
- private:
-  std::string code_;
-  std::string detail_;
-};
 
 /// How a bound handler runs.
 enum class execution {
@@ -89,6 +78,8 @@ struct call_context {
   /// Set when a pool handler's caller has gone (deadline passed, client disconnected): a long
   /// handler may poll `abandoned()` and stop early; its result is dropped either way.
   const std::atomic<bool>* abandon_flag = nullptr;
+  /// Where the handler publishes messages to Flex consumers (never null in the daemon).
+  services::messaging* messaging = nullptr;
 
   /// The packet header `name`, or undefined.
   amf::value header(std::string_view name) const;
@@ -317,6 +308,12 @@ class registry {
   amf::class_registry& classes() { return classes_; }
   const amf::class_registry& classes() const { return classes_; }
 
+  /// Flex messaging: its destinations (`messaging` of the settings, given before the
+  /// services bind) and the publish API that handlers also find in call_context.
+  void configure_messaging(const config::messaging_settings& settings);
+  services::messaging& messaging() { return *messaging_; }
+  const services::messaging& messaging() const { return *messaging_; }
+
  private:
   template <class C, class M, class R, class... A>
   registry& bind_member(std::string_view service, std::string_view method_name, M pm, C* object,
@@ -328,6 +325,7 @@ class registry {
 
   std::map<std::string, std::map<std::string, method, std::less<>>, std::less<>> services_;
   amf::class_registry classes_;
+  std::unique_ptr<services::messaging> messaging_;
   bool frozen_ = false;
 };
 

@@ -1,0 +1,206 @@
+// Flex messaging: destinations that Producers and C++ code publish to and Consumers
+// subscribe to (../shared/spec/flex-pubsub.md; BlazeDS's MessageService with its
+// ActionScriptAdapter).
+//
+// A destination is a log: it keeps its recent messages in order, within its retention bound
+// (count and bytes). A subscription is a cursor into it: a poll reads on from where its
+// FlexClient read last, keeps what the subscription's subtopic and selector select, and
+// moves the cursor. So memory is bounded by retention, not by how slow a consumer is, and a
+// consumer that fell behind what is kept is told how many messages it lost.
+//
+// Services publish through `messaging` (registry::messaging(), call_context::messaging):
+//
+//   r.messaging().on_start([&m = r.messaging()](boost::asio::any_io_executor ex) {
+//     boost::asio::co_spawn(ex, ticker(m), boost::asio::detached);
+//   });
+//   m.publish("prices", doc.string("IBM 142.10"), "stocks.ibm", {{"symbol", doc.string("IBM")}});
+//
+// Everything here is thread-safe.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "amf/value.hpp"
+#include "amfgate/config.hpp"
+#include "amfgate/services/auth.hpp"
+#include "amfgate/services/fault.hpp"
+#include "amfgate/services/selector.hpp"
+
+namespace amf::flex {
+struct message;
+}
+
+namespace amfgate::services {
+
+/// A subtopic pattern checked against a destination's rules: 10553 when the destination
+/// allows none, 10554 for an empty token or a `*` inside one, 10560 (subscribe) or 10556
+/// (send) for a wildcard where none is allowed.
+void check_subtopic(const config::destination_settings& d, std::string_view subtopic, bool sending);
+/// Whether a subscription's subtopic (with `*` tokens) selects a message's: token by token,
+/// `*` any one token, a trailing `*` any number of deeper ones too (`a.*` selects `a.b.c`,
+/// not `a`).
+bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
+                      std::string_view separator);
+
+class messaging {
+ public:
+  using header = std::pair<std::string, amf::value>;
+
+  /// A message as a destination keeps it: owned, read by any number of subscriptions.
+  struct stored {
+    std::uint64_t index = 0;  ///< in its destination's log
+    std::uint64_t order = 0;  ///< across destinations: the order of publication here
+    std::string destination, message_id, subtopic;
+    std::string body;     ///< AMF3
+    std::string headers;  ///< AMF3 object, or empty for none
+    selector_properties properties;
+    double timestamp = 0, time_to_live = 0;
+    std::chrono::steady_clock::time_point expires = std::chrono::steady_clock::time_point::max();
+    std::size_t bytes() const { return 256 + body.size() + headers.size() + subtopic.size(); }
+  };
+
+  /// One message for one subscription.
+  struct delivery {
+    std::string subscription;
+    std::shared_ptr<const stored> message;
+  };
+
+  /// What a poll reads.
+  struct batch {
+    std::vector<delivery> messages;
+    /// Subscription id: messages that fell out of retention before this client read them.
+    std::map<std::string, std::uint64_t> lost;
+  };
+
+  /// Why a parked poll came back.
+  enum class wake : int { none, message, replaced, drained };
+
+  /// A parked poll. The gateway waits on `timer`; the broker cancels it to wake the poll.
+  struct waiter {
+    explicit waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
+    boost::asio::steady_timer timer;
+    std::atomic<wake> why{wake::none};
+    std::string flex_client, session;
+    bool counted = false;  ///< in the parked counts (guarded by the broker's mutex)
+  };
+
+  struct destination_stats {
+    std::string name;
+    std::uint64_t published = 0, delivered = 0, dropped = 0;  ///< dropped: by retention, unread
+    std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
+  };
+  struct stats {
+    std::size_t clients = 0, subscriptions = 0, parked = 0;
+    std::vector<destination_stats> destinations;
+  };
+
+  explicit messaging(config::messaging_settings settings = {});
+  ~messaging();
+  messaging(const messaging&) = delete;
+  messaging& operator=(const messaging&) = delete;
+
+  const config::messaging_settings& settings() const noexcept { return cfg_; }
+
+  // --- for services ---
+
+  /// Publishes `body` (copied before this returns) to the consumers of `destination` whose
+  /// subtopic and selector select it; `headers` are what selectors see. Throws `fault` for
+  /// an unknown destination or a subtopic it does not allow. Never blocks on a consumer.
+  void publish(std::string_view destination, const amf::value& body, std::string_view subtopic = {},
+               const std::vector<header>& headers = {});
+  /// Runs `task` on the daemon's I/O executor when it starts serving (a timer that
+  /// publishes); tasks given after the start run at once.
+  void on_start(std::function<void(boost::asio::any_io_executor)> task);
+
+  // --- for the daemon and the gateway ---
+
+  void start(boost::asio::any_io_executor executor);
+  /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
+  void send(const amf::flex::message& m, const principal* user);
+  /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`.
+  void subscribe(std::string_view client, std::string_view subscription,
+                 std::string_view destination, std::string_view subtopic,
+                 std::string_view selector_text, const principal* user);
+  /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one.
+  void unsubscribe(std::string_view client, std::string_view subscription,
+                   std::string_view subtopic, std::string_view selector_text);
+  /// MULTI_SUBSCRIBE: DSAddSub / DSRemSub entries "subtopic_;_selector[_;_maxFrequency]".
+  void multi_subscribe(std::string_view client, std::string_view subscription,
+                       std::string_view destination, const std::vector<std::string>& add,
+                       const std::vector<std::string>& remove, const principal* user);
+  /// DISCONNECT: every subscription of `client` goes, and a poll it has parked returns.
+  void disconnect(std::string_view client);
+  /// What waits for `client`: all its subscriptions (a general poll), or `subscription` only
+  /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
+  batch poll(std::string_view client, std::string_view subscription = {});
+  /// Registers a parked poll for `client`: a poll it parked before returns (`replaced`).
+  /// Null when the limits (max_parked, max_parked_per_session) leave no room, or draining.
+  std::shared_ptr<waiter> park(std::string_view client, std::string_view session,
+                               boost::asio::any_io_executor executor);
+  void unpark(const std::shared_ptr<waiter>& w);
+  /// Shutdown: every parked poll returns and none parks any more.
+  void drain();
+  /// The AsyncMessage of `d` as its subscriber receives it, built in `doc`.
+  static amf::value message_for(amf::document& doc, const delivery& d);
+
+  stats snapshot() const;
+
+ private:
+  struct filter {
+    std::string subtopic;  ///< empty: messages without a subtopic only
+    selector sel;
+  };
+  struct subscription {
+    std::string id, client, destination;
+    std::vector<filter> filters;
+    std::uint64_t cursor = 0;  ///< the index of the next message to read
+  };
+  struct client {
+    std::vector<std::string> subscriptions;
+    std::shared_ptr<waiter> parked;
+    std::chrono::steady_clock::time_point seen;
+  };
+  struct destination;
+
+  destination& find(std::string_view name);
+  void check(const std::optional<config::access_rule>& rule, const principal* user,
+             std::string_view what, std::string_view where) const;
+  void append(destination& d, std::shared_ptr<stored> m);
+  bool selects(const subscription& s, const stored& m) const;
+  void add_filter(std::string_view client, std::string_view subscription, destination& d,
+                  std::string subtopic, std::string_view selector_text);
+  void remove_subscription(const std::string& id);
+  client& touch(std::string_view client);
+  void sweep();
+  static void wake_up(const std::shared_ptr<waiter>& w, wake why);
+  /// Takes a parked poll out of the counts (once).
+  void release(waiter& w);
+
+  config::messaging_settings cfg_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<destination>, std::less<>> destinations_;
+  std::map<std::string, subscription, std::less<>> subscriptions_;
+  std::map<std::string, client, std::less<>> clients_;
+  std::map<std::string, std::size_t, std::less<>> parked_per_session_;
+  std::size_t parked_ = 0;
+  std::uint64_t order_ = 0;
+  bool draining_ = false;
+  std::chrono::steady_clock::time_point next_sweep_;
+  std::vector<std::function<void(boost::asio::any_io_executor)>> start_tasks_;
+  std::optional<boost::asio::any_io_executor> executor_;
+};
+
+}  // namespace amfgate::services

@@ -1,0 +1,593 @@
+#include "amfgate/services/messaging.hpp"
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <deque>
+#include <set>
+
+#include "amf/decode.hpp"
+#include "amf/encode.hpp"
+#include "amf/flex.hpp"
+#include "amfgate/services/quote.hpp"
+
+namespace amfgate::services {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double now_ms() {
+  using namespace std::chrono;
+  return static_cast<double>(
+      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
+}
+
+fault not_subscribed(std::string_view what) {
+  return fault("Server.Processing.NotSubscribed", std::string(what));
+}
+
+std::vector<std::string_view> tokens(std::string_view s, std::string_view separator) {
+  std::vector<std::string_view> out;
+  for (;;) {
+    const auto at = s.find(separator);
+    out.push_back(s.substr(0, at));
+    if (at == std::string_view::npos) return out;
+    s.remove_prefix(at + separator.size());
+  }
+}
+
+// Headers that stay with the sender: its FlexClient, its channel, its credentials.
+bool private_header(std::string_view name) {
+  return name == "DSId" || name == "DSEndpoint" || name.starts_with("DSRemoteCredentials");
+}
+
+selector_value property(const amf::value& v) {
+  switch (v.kind()) {
+    case amf::type::string:
+      return std::string(v.as_string());
+    case amf::type::boolean:
+      return v.as_bool();
+    case amf::type::integer:
+    case amf::type::number:
+      return v.to_double();
+    default:
+      return std::monostate{};
+  }
+}
+
+selector parse_selector(std::string_view text) {
+  try {
+    return selector(text);
+  } catch (const selector_error& e) {
+    throw fault("Server.Processing",
+                "the selector expression " + quoted(text) + " is not valid (10550): " + e.what());
+  }
+}
+
+// A MULTI_SUBSCRIBE entry: "subtopic_;_selector[_;_maxFrequency]"; nullopt without "_;_"
+// (BlazeDS ignores those).
+std::optional<std::pair<std::string, std::string>> entry(std::string_view e) {
+  static constexpr std::string_view sep = "_;_";
+  const auto first = e.find(sep);
+  if (first == std::string_view::npos) return std::nullopt;
+  std::string_view rest = e.substr(first + sep.size());
+  return std::pair{std::string(e.substr(0, first)), std::string(rest.substr(0, rest.find(sep)))};
+}
+
+}  // namespace
+
+void check_subtopic(const config::destination_settings& d, std::string_view subtopic,
+                    bool sending) {
+  if (!d.allow_subtopics) {
+    throw fault("Server.Processing",
+                "this destination does not allow subtopics (10553): " + quoted(subtopic));
+  }
+  bool wildcard = false;
+  for (const auto t : tokens(subtopic, d.subtopic_separator)) {
+    if (t.empty() || (t != "*" && t.find('*') != std::string_view::npos)) {
+      throw fault("Server.Processing",
+                  "invalid subtopic " + quoted(subtopic) +
+                      " (10554): tokens must not be empty, and * must be a whole token");
+    }
+    wildcard |= t == "*";
+  }
+  if (wildcard && sending) {
+    throw fault("Server.Processing",
+                "a message cannot be sent to a wildcard subtopic (10556): " + quoted(subtopic));
+  }
+  if (wildcard && d.disallow_wildcard_subtopics) {
+    throw fault("Server.Processing",
+                "this destination does not allow wildcard subtopics (10560): " + quoted(subtopic));
+  }
+}
+
+bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
+                      std::string_view separator) {
+  if (pattern.find('*') == std::string_view::npos) return pattern == subtopic;
+  if (pattern == "*") return true;
+  const auto p = tokens(pattern, separator), s = tokens(subtopic, separator);
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (i == s.size()) return false;  // `a.*` does not select `a`
+    if (p[i] == "*") {
+      if (i + 1 == p.size()) return true;  // a trailing * selects deeper levels too
+      continue;
+    }
+    if (p[i] != s[i]) return false;
+  }
+  return p.size() == s.size();
+}
+
+struct messaging::destination {
+  std::string name;
+  config::destination_settings cfg;
+  std::deque<std::shared_ptr<const stored>> log;
+  std::uint64_t next_index = 0;  ///< the index the next message gets
+  std::size_t bytes = 0;
+  std::uint64_t published = 0, delivered = 0, dropped = 0;
+  std::set<std::string, std::less<>> subscribers;
+
+  std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
+};
+
+messaging::messaging(config::messaging_settings settings) : cfg_(std::move(settings)) {
+  for (const auto& [name, d] : cfg_.destinations) {
+    auto dest = std::make_unique<destination>();
+    dest->name = name;
+    dest->cfg = d;
+    destinations_.emplace(name, std::move(dest));
+  }
+}
+
+messaging::~messaging() = default;
+
+messaging::destination& messaging::find(std::string_view name) {
+  const auto it = destinations_.find(name);
+  if (it == destinations_.end()) {
+    throw fault("Server.Processing",
+                "no destination " + quoted(name) + " is configured for messaging");
+  }
+  return *it->second;
+}
+
+void messaging::check(const std::optional<config::access_rule>& rule, const principal* user,
+                      std::string_view what, std::string_view where) const {
+  if (!rule) return;
+  if ((rule->authenticated || !rule->roles.empty()) && !user) {
+    throw fault("Client.Authentication",
+                "destination " + quoted(where) + " requires a login to " + std::string(what));
+  }
+  if (rule->roles.empty()) return;
+  for (const auto& r : rule->roles) {
+    if (user->has_role(r)) return;
+  }
+  throw fault("Client.Authorization", "user " + quoted(user->name) + " may not " +
+                                          std::string(what) + " destination " + quoted(where));
+}
+
+namespace {
+
+// A message as a destination keeps it: the body and headers as AMF3, the headers a selector
+// reads, the expiry.
+std::shared_ptr<messaging::stored> store(std::string_view destination, const amf::value& body,
+                                         const amf::value& headers, double time_to_live) {
+  auto m = std::make_shared<messaging::stored>();
+  m->destination = destination;
+  amf::encode_amf3(body, m->body);
+  if (const amf::object_node* h = headers.as_object(); h && !h->dynamic.empty()) {
+    amf::encode_amf3(headers, m->headers);
+    for (const auto& [name, v] : h->dynamic) m->properties[std::string(name)] = property(v);
+  }
+  m->timestamp = now_ms();
+  m->time_to_live = time_to_live;
+  if (time_to_live > 0) {
+    m->expires = clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(time_to_live));
+  }
+  return m;
+}
+
+}  // namespace
+
+void messaging::publish(std::string_view destination_name, const amf::value& body,
+                        std::string_view subtopic, const std::vector<header>& headers) {
+  destination& d = find(destination_name);
+  if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, true);
+  amf::document doc;
+  amf::object_node* h = doc.object();
+  for (const auto& [name, v] : headers) h->dynamic.push_back({doc.copy(name), v});
+  if (!subtopic.empty()) h->dynamic.push_back({"DSSubtopic", doc.string(subtopic)});
+  auto m = store(d.name, body, amf::value::of(h),
+                 d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count()) : 0.0);
+  m->message_id = amf::flex::new_uuid();
+  m->subtopic = subtopic;
+  const std::lock_guard lock(mutex_);
+  append(d, std::move(m));
+}
+
+void messaging::send(const amf::flex::message& in, const principal* user) {
+  destination& d = find(in.destination);
+  check(d.cfg.send, user, "send to", d.name);
+  amf::document doc;
+  amf::object_node* h = doc.object();
+  std::string subtopic;
+  if (const amf::object_node* from = in.headers.as_object()) {
+    for (const auto& [name, v] : from->dynamic) {
+      if (private_header(name)) continue;
+      if (name == "DSSubtopic") {
+        if (v.kind() != amf::type::string) {
+          // MultiTopicProducer's array of subtopics: not supported here, said so.
+          throw fault("Server.Processing",
+                      "DSSubtopic must be one subtopic (a string); arrays are not supported");
+        }
+        subtopic = v.as_string();
+        if (subtopic.empty()) continue;
+        check_subtopic(d.cfg, subtopic, true);
+      }
+      h->dynamic.push_back({name, v});
+    }
+  }
+  const double ttl = d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count())
+                                       : std::max(0.0, in.time_to_live);
+  auto m = store(d.name, in.body, amf::value::of(h), ttl);
+  m->message_id = in.message_id.empty() ? amf::flex::new_uuid() : std::string(in.message_id);
+  if (in.timestamp > 0) m->timestamp = in.timestamp;
+  m->subtopic = std::move(subtopic);
+  const std::lock_guard lock(mutex_);
+  append(d, std::move(m));
+}
+
+void messaging::append(destination& d, std::shared_ptr<stored> m) {
+  m->index = d.next_index++;
+  m->order = ++order_;
+  d.bytes += m->bytes();
+  ++d.published;
+  const std::shared_ptr<const stored> kept = std::move(m);
+  d.log.push_back(kept);
+  // Past the retention bound the oldest go; the newest stays whatever its size.
+  while (d.log.size() > d.cfg.max_messages || (d.bytes > d.cfg.max_bytes && d.log.size() > 1)) {
+    const auto& oldest = d.log.front();
+    for (const auto& id : d.subscribers) {
+      if (subscriptions_.find(id)->second.cursor <= oldest->index) {
+        ++d.dropped;  // somebody had not read it
+        break;
+      }
+    }
+    d.bytes -= oldest->bytes();
+    d.log.pop_front();
+  }
+  for (const auto& id : d.subscribers) {
+    const subscription& s = subscriptions_.find(id)->second;
+    if (!selects(s, *kept)) continue;
+    if (const auto c = clients_.find(s.client); c != clients_.end() && c->second.parked) {
+      wake_up(c->second.parked, wake::message);
+    }
+  }
+}
+
+bool messaging::selects(const subscription& s, const stored& m) const {
+  const auto& separator = destinations_.find(s.destination)->second->cfg.subtopic_separator;
+  return std::any_of(s.filters.begin(), s.filters.end(), [&](const filter& f) {
+    // With no subtopic, a subscription receives only messages without one, and the reverse.
+    if (f.subtopic.empty() != m.subtopic.empty()) return false;
+    if (!f.subtopic.empty() && !subtopic_matches(f.subtopic, m.subtopic, separator)) return false;
+    return f.sel.matches(m.properties);
+  });
+}
+
+messaging::client& messaging::touch(std::string_view id) {
+  auto it = clients_.find(id);
+  if (it == clients_.end()) it = clients_.emplace(std::string(id), client{}).first;
+  it->second.seen = clock::now();
+  return it->second;
+}
+
+void messaging::sweep() {
+  const auto now = clock::now();
+  if (now < next_sweep_ || cfg_.client_idle_timeout.count() == 0) return;
+  next_sweep_ = now + std::min<clock::duration>(cfg_.client_idle_timeout, std::chrono::seconds(10));
+  for (auto it = clients_.begin(); it != clients_.end();) {
+    if (it->second.parked || now - it->second.seen < cfg_.client_idle_timeout) {
+      ++it;
+      continue;
+    }
+    for (const auto& id : std::vector(it->second.subscriptions)) remove_subscription(id);
+    it = clients_.erase(it);
+  }
+}
+
+void messaging::subscribe(std::string_view client_id, std::string_view subscription_id,
+                          std::string_view destination_name, std::string_view subtopic,
+                          std::string_view selector_text, const principal* user) {
+  destination& d = find(destination_name);
+  check(d.cfg.subscribe, user, "subscribe to", d.name);
+  if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, false);
+  parse_selector(selector_text);
+  const std::lock_guard lock(mutex_);
+  sweep();
+  add_filter(client_id, subscription_id, d, std::string(subtopic), selector_text);
+}
+
+void messaging::add_filter(std::string_view client_id, std::string_view subscription_id,
+                           destination& d, std::string subtopic, std::string_view selector_text) {
+  auto it = subscriptions_.find(subscription_id);
+  if (it == subscriptions_.end()) {
+    client& c = touch(client_id);
+    if (subscriptions_.size() >= cfg_.max_subscriptions) {
+      throw fault("Server.Busy", "the daemon holds messaging.max_subscriptions (" +
+                                     std::to_string(cfg_.max_subscriptions) + ") subscriptions");
+    }
+    if (c.subscriptions.size() >= cfg_.max_subscriptions_per_client) {
+      throw fault("Server.Processing",
+                  "this client holds messaging.max_subscriptions_per_client (" +
+                      std::to_string(cfg_.max_subscriptions_per_client) + ") subscriptions");
+    }
+    subscription s;
+    s.id = subscription_id;
+    s.client = client_id;
+    s.destination = d.name;
+    s.cursor = d.next_index;  // from now on: what was published before is not for it
+    it = subscriptions_.emplace(s.id, std::move(s)).first;
+    c.subscriptions.push_back(it->second.id);
+    d.subscribers.insert(it->second.id);
+  } else {
+    touch(client_id);
+  }
+  subscription& s = it->second;
+  if (s.client != client_id) {
+    throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
+                                         " is in use by another FlexClient (10559)");
+  }
+  if (s.destination != d.name) {
+    throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
+                                         " subscribes to destination " + quoted(s.destination));
+  }
+  for (const auto& f : s.filters) {
+    if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
+  }
+  s.filters.push_back({std::move(subtopic), selector(selector_text)});
+}
+
+void messaging::unsubscribe(std::string_view client_id, std::string_view subscription_id,
+                            std::string_view subtopic, std::string_view selector_text) {
+  const std::lock_guard lock(mutex_);
+  const auto it = subscriptions_.find(subscription_id);
+  if (it == subscriptions_.end()) return;  // gone already (a timeout, a restart): done
+  subscription& s = it->second;
+  if (s.client != client_id) throw not_subscribed("not subscribed as " + quoted(subscription_id));
+  touch(client_id);
+  const auto before = s.filters.size();
+  std::erase_if(s.filters, [&](const filter& f) {
+    return f.subtopic == subtopic && f.sel.text() == selector_text;
+  });
+  // An unsubscribe that names no filter of it ends the whole subscription.
+  if (s.filters.empty() ||
+      (before == s.filters.size() && subtopic.empty() && selector_text.empty())) {
+    remove_subscription(s.id);
+  }
+}
+
+void messaging::multi_subscribe(std::string_view client_id, std::string_view subscription_id,
+                                std::string_view destination_name,
+                                const std::vector<std::string>& add,
+                                const std::vector<std::string>& remove, const principal* user) {
+  destination& d = find(destination_name);
+  std::vector<std::pair<std::string, std::string>> adding;
+  if (!add.empty()) check(d.cfg.subscribe, user, "subscribe to", d.name);
+  for (const auto& a : add) {
+    auto e = entry(a);
+    if (!e) continue;
+    if (!e->first.empty()) check_subtopic(d.cfg, e->first, false);
+    parse_selector(e->second);
+    adding.push_back(std::move(*e));
+  }
+  const std::lock_guard lock(mutex_);
+  sweep();
+  for (auto& [subtopic, sel] : adding) {
+    add_filter(client_id, subscription_id, d, std::move(subtopic), sel);
+  }
+  const auto it = subscriptions_.find(subscription_id);
+  if (it == subscriptions_.end()) return;
+  if (it->second.client != client_id) {
+    throw not_subscribed("not subscribed as " + quoted(subscription_id));
+  }
+  for (const auto& r : remove) {
+    const auto e = entry(r);
+    if (!e) continue;
+    std::erase_if(it->second.filters, [&](const filter& f) {
+      return f.subtopic == e->first && f.sel.text() == e->second;
+    });
+  }
+  if (it->second.filters.empty()) remove_subscription(it->second.id);
+}
+
+void messaging::remove_subscription(const std::string& id_ref) {
+  const std::string id = id_ref;  // `id_ref` may live in what is erased
+  const auto it = subscriptions_.find(id);
+  if (it == subscriptions_.end()) return;
+  if (const auto c = clients_.find(it->second.client); c != clients_.end()) {
+    std::erase(c->second.subscriptions, id);
+  }
+  if (const auto d = destinations_.find(it->second.destination); d != destinations_.end()) {
+    d->second->subscribers.erase(id);
+  }
+  subscriptions_.erase(it);
+}
+
+void messaging::disconnect(std::string_view client_id) {
+  const std::lock_guard lock(mutex_);
+  const auto it = clients_.find(client_id);
+  if (it == clients_.end()) return;
+  for (const auto& id : std::vector(it->second.subscriptions)) remove_subscription(id);
+  if (it->second.parked) wake_up(it->second.parked, wake::replaced);
+  clients_.erase(it);
+}
+
+messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id) {
+  const std::lock_guard lock(mutex_);
+  sweep();
+  const auto c = clients_.find(client_id);
+  if (c == clients_.end() || c->second.subscriptions.empty()) {
+    throw not_subscribed("this client has no subscriptions (a restart ended them?): subscribe");
+  }
+  c->second.seen = clock::now();
+  std::vector<std::string> ids = c->second.subscriptions;
+  if (!subscription_id.empty()) {
+    if (std::find(ids.begin(), ids.end(), subscription_id) == ids.end()) {
+      throw not_subscribed("not subscribed as " + quoted(subscription_id));
+    }
+    ids = {std::string(subscription_id)};
+  }
+  const std::size_t max = cfg_.max_messages_per_poll;
+  const auto now = clock::now();
+  batch out;
+  struct read_to {
+    subscription* s;
+    std::uint64_t end;  ///< past what it examined
+  };
+  std::vector<read_to> read;
+  for (const auto& id : ids) {
+    subscription& s = subscriptions_.find(id)->second;
+    destination& d = *destinations_.find(s.destination)->second;
+    const std::uint64_t first = d.first_index();
+    if (s.cursor < first) {
+      out.lost[s.id] = first - s.cursor;
+      s.cursor = first;
+    }
+    std::size_t taken = 0;
+    std::uint64_t end = s.cursor;
+    for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - first);
+         m != d.log.end() && taken < max; ++m) {
+      end = (*m)->index + 1;
+      if ((*m)->expires < now || !selects(s, **m)) continue;
+      out.messages.push_back({s.id, *m});
+      ++taken;
+    }
+    read.push_back({&s, end});
+  }
+  // In the order they were published; past the per-poll bound the rest waits, each
+  // subscription's cursor stopping at its first message left out.
+  std::stable_sort(
+      out.messages.begin(), out.messages.end(),
+      [](const delivery& a, const delivery& b) { return a.message->order < b.message->order; });
+  std::map<std::string_view, std::uint64_t> left_out;
+  for (std::size_t i = max; i < out.messages.size(); ++i) {
+    left_out.emplace(out.messages[i].subscription, out.messages[i].message->index);
+  }
+  if (out.messages.size() > max) out.messages.resize(max);
+  for (const auto& r : read) {
+    const auto l = left_out.find(r.s->id);
+    r.s->cursor = l == left_out.end() ? r.end : l->second;
+  }
+  for (const auto& m : out.messages)
+    ++destinations_.find(m.message->destination)->second->delivered;
+  return out;
+}
+
+std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
+                                                   std::string_view session,
+                                                   boost::asio::any_io_executor executor) {
+  const std::lock_guard lock(mutex_);
+  if (draining_) return nullptr;
+  client& c = touch(client_id);
+  if (c.parked) {  // a second poll of the client: the first returns (DSNoOpPoll)
+    wake_up(c.parked, wake::replaced);
+    release(*c.parked);
+    c.parked.reset();
+  }
+  std::string key = session.empty() ? "client " + std::string(client_id) : std::string(session);
+  std::size_t& per_session = parked_per_session_[key];
+  if (parked_ >= cfg_.max_parked || per_session >= cfg_.max_parked_per_session) {
+    if (per_session == 0) parked_per_session_.erase(key);
+    return nullptr;
+  }
+  auto w = std::make_shared<waiter>(std::move(executor));
+  w->flex_client = client_id;
+  w->session = std::move(key);
+  w->counted = true;
+  ++per_session;
+  ++parked_;
+  c.parked = w;
+  return w;
+}
+
+void messaging::release(waiter& w) {
+  if (!std::exchange(w.counted, false)) return;
+  --parked_;
+  if (const auto it = parked_per_session_.find(w.session); it != parked_per_session_.end()) {
+    if (--it->second == 0) parked_per_session_.erase(it);
+  }
+}
+
+void messaging::unpark(const std::shared_ptr<waiter>& w) {
+  const std::lock_guard lock(mutex_);
+  release(*w);
+  if (const auto c = clients_.find(w->flex_client); c != clients_.end()) {
+    c->second.seen = clock::now();
+    if (c->second.parked == w) c->second.parked.reset();
+  }
+}
+
+void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
+  wake none = wake::none;
+  if (!w->why.compare_exchange_strong(none, why)) return;
+  // The timer belongs to the poll's executor (its connection's strand): cancelled there.
+  boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
+}
+
+void messaging::drain() {
+  const std::lock_guard lock(mutex_);
+  draining_ = true;
+  for (auto& [id, c] : clients_) {
+    if (c.parked) wake_up(c.parked, wake::drained);
+  }
+}
+
+void messaging::on_start(std::function<void(boost::asio::any_io_executor)> task) {
+  std::unique_lock lock(mutex_);
+  if (!executor_) {
+    start_tasks_.push_back(std::move(task));
+    return;
+  }
+  const auto ex = *executor_;
+  lock.unlock();
+  task(ex);
+}
+
+void messaging::start(boost::asio::any_io_executor executor) {
+  std::vector<std::function<void(boost::asio::any_io_executor)>> tasks;
+  {
+    const std::lock_guard lock(mutex_);
+    executor_ = executor;
+    tasks.swap(start_tasks_);
+  }
+  for (auto& t : tasks) t(executor);
+}
+
+amf::value messaging::message_for(amf::document& doc, const delivery& d) {
+  const stored& s = *d.message;
+  amf::flex::message m;
+  m.kind = amf::flex::kind::async;
+  // Decoded values point into what they were decoded from: the bytes are copied into `doc`.
+  m.body = amf::decode_amf3(doc.copy(amf::as_bytes(s.body)), doc);
+  if (!s.headers.empty()) m.headers = amf::decode_amf3(doc.copy(amf::as_bytes(s.headers)), doc);
+  m.client_id = doc.string(d.subscription);
+  m.destination = doc.copy(s.destination);
+  m.message_id = doc.copy(s.message_id);
+  m.timestamp = s.timestamp;
+  m.time_to_live = s.time_to_live;
+  return amf::flex::make(doc, m);
+}
+
+messaging::stats messaging::snapshot() const {
+  const std::lock_guard lock(mutex_);
+  stats out;
+  out.clients = clients_.size();
+  out.subscriptions = subscriptions_.size();
+  out.parked = parked_;
+  for (const auto& [name, d] : destinations_) {
+    out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->subscribers.size(),
+                                d->log.size(), d->bytes});
+  }
+  return out;
+}
+
+}  // namespace amfgate::services
