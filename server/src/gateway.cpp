@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -560,7 +561,9 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
           ack.body = co_await flex_command(rq, *in, ack, small);
           break;
         case amf::flex::kind::async:
-          throw fault("Server.Processing", "no messaging service: publishing is not supported");
+          flex_client(*in);  // 10030 without a DSId, as BlazeDS
+          services_.messaging().send(*in, rq->user ? &*rq->user : nullptr);
+          break;
         default:
           throw fault("Client.Message.Encoding",
                       "a client cannot send acknowledge or error messages");
@@ -592,22 +595,170 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
     }
     case op::logout:
       co_return co_await flex_logout(rq);
-    case op::disconnect:
-    case op::client_sync:
     case op::poll:
-    case op::cluster_request:
-      co_return amf::value::null();
+      co_return co_await flex_poll(rq, in, ack, small);
     case op::subscribe:
     case op::unsubscribe:
-    case op::subscription_invalidate:
     case op::multi_subscribe:
-      throw fault("Server.Processing", "no messaging service: destination " +
-                                           services::quoted(in.destination) +
-                                           " cannot be subscribed to");
+      subscription(*rq, in, ack);
+      co_return amf::value::null();
+    case op::disconnect: {
+      const amf::value dsid = in.header("DSId");
+      if (dsid.kind() == amf::type::string) services_.messaging().disconnect(dsid.as_string());
+      co_return amf::value::null();
+    }
+    case op::client_sync:
+    case op::cluster_request:
+    case op::subscription_invalidate:
+      co_return amf::value::null();
     default:
       throw fault("Server.Processing",
                   "unknown CommandMessage operation " + std::to_string(in.command));
   }
+}
+
+std::string gateway::flex_client(const amf::flex::message& in) {
+  const amf::value h = in.header("DSId");
+  if (h.kind() != amf::type::string || h.as_string().empty() || h.as_string() == "nil") {
+    throw fault("Server.Processing",
+                "the message has no DSId header (10030): connect the channel (a ping) first");
+  }
+  return std::string(h.as_string());
+}
+
+namespace {
+
+std::string_view header_text(const amf::flex::message& m, std::string_view name) {
+  const amf::value h = m.header(name);
+  return h.kind() == amf::type::string ? h.as_string() : std::string_view();
+}
+
+std::vector<std::string> header_strings(const amf::flex::message& m, std::string_view name) {
+  std::vector<std::string> out;
+  const amf::value h = m.header(name);
+  if (const amf::array_node* a = h.as_array()) {
+    for (const auto& v : a->dense) {
+      if (v.kind() == amf::type::string) out.emplace_back(v.as_string());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void gateway::subscription(request& rq, const amf::flex::message& in, amf::flex::message& ack) {
+  using op = amf::flex::operation;
+  auto& m = services_.messaging();
+  const std::string client = flex_client(in);
+  const services::principal* user = rq.user ? &*rq.user : nullptr;
+  const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
+  switch (static_cast<op>(in.command)) {
+    case op::subscribe:
+      m.subscribe(client, id, in.destination, header_text(in, "DSSubtopic"),
+                  header_text(in, "DSSelector"), user);
+      break;
+    case op::unsubscribe:
+      m.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"));
+      break;
+    default:
+      m.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
+                        header_strings(in, "DSRemSub"), user);
+  }
+}
+
+net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::message& in,
+                                              amf::flex::message& reply, bool& small) {
+  // Read now: once cancelled, every co_await of this coroutine throws at once.
+  const auto cancellation = co_await net::this_coro::cancellation_state;
+  auto& m = services_.messaging();
+  const auto& settings = m.settings();
+  const std::string client = flex_client(in);
+  // A general poll (no clientId) reads every subscription of the client and may park;
+  // Consumer.receive() names one and never parks (BlazeDS AbstractEndpoint).
+  const bool general = in.client_id.kind() != amf::type::string;
+  if (general) {
+    reply.correlation_id = {};
+    reply.client_id = amf::value::null();
+  }
+  services::messaging::batch b = m.poll(client, general ? "" : in.client_id.as_string());
+  // With long-polling on, the reply says when to poll next: at once (client_wait) after a
+  // poll that could park, later (busy_wait) after one that could not (in a batch, or past
+  // the limits).
+  const bool long_polling = general && settings.poll_wait.count() > 0;
+  const bool batched = rq->packet.bodies.size() > 1;
+  std::optional<std::chrono::milliseconds> poll_wait;
+  if (long_polling) poll_wait = batched ? settings.busy_wait : settings.client_wait;
+  if (long_polling && !batched && b.messages.empty() && b.lost.empty()) {
+    auto w = m.park(client, rq->sess ? rq->sess->id : rq->ex.session_id,
+                    co_await net::this_coro::executor);
+    if (!w) poll_wait = settings.busy_wait;
+    if (w) {
+      rq->ex.waiting();  // a client that hangs up ends the wait
+      struct unpark {
+        services::messaging& m;
+        std::shared_ptr<services::messaging::waiter> w;
+        ~unpark() { m.unpark(w); }
+      } parked{m, w};
+      const auto started = std::chrono::steady_clock::now();
+      const auto until = started + settings.poll_wait;
+      using wake = services::messaging::wake;
+      for (;;) {
+        if (w->why == wake::none) {
+          boost::system::error_code ec;
+          w->timer.expires_at(until);
+          co_await w->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        }
+        if (cancellation.cancelled() != net::cancellation_type::none) {
+          throw boost::system::system_error(net::error::operation_aborted);
+        }
+        const wake why = w->why.exchange(wake::none);
+        if (why == wake::replaced) {
+          // Another poll of this client took over (or it disconnected): this reply is
+          // ignored, and no poll is scheduled from it (DSNoOpPoll).
+          reply.kind = amf::flex::kind::command;
+          reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
+          amf::flex::set_header(rq->doc, reply, "DSNoOpPoll", amf::value::boolean(true));
+          small = false;
+          rq->ex.parked_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count();
+          co_return amf::value::null();
+        }
+        b = m.poll(client);
+        if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
+            std::chrono::steady_clock::now() >= until) {
+          break;
+        }
+      }
+      rq->ex.parked_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+              .count();
+    }
+  }
+  if (poll_wait) {
+    amf::flex::set_header(rq->doc, reply, "DSPollWait",
+                          amf::value::integer(static_cast<std::int32_t>(poll_wait->count())));
+  }
+  if (!b.lost.empty()) {
+    // amfgate's own header: what fell out of the destination's retention before this client
+    // read it, by subscription (clientId): count.
+    amf::object_node* lost = rq->doc.object();
+    for (const auto& [id, n] : b.lost) {
+      lost->dynamic.push_back({rq->doc.copy(id), amf::value::number(static_cast<double>(n))});
+    }
+    amf::flex::set_header(rq->doc, reply, "AMFGateMessagesLost", amf::value::of(lost));
+  }
+  if (b.messages.empty()) co_return amf::value::null();  // an empty acknowledgement
+  // The messages, in a CLIENT_SYNC command, always in full form (BlazeDS: only POLL has a
+  // small form).
+  reply.kind = amf::flex::kind::command;
+  reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
+  small = false;
+  amf::array_node* messages = rq->doc.array(b.messages.size());
+  for (const auto& d : b.messages) {
+    messages->dense.push_back(services::messaging::message_for(rq->doc, d));
+  }
+  co_return amf::value::of(messages);
 }
 
 void gateway::client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,

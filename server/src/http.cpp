@@ -90,6 +90,7 @@ router::router(const config::gateway_config& cfg, gateway& gw, const services::r
       metrics_(m),
       sessions_(sessions),
       workers_(workers),
+      messaging_(services.messaging()),
       log_(std::move(log)),
       json_(cfg, gw, services, log_),
       console_(services) {
@@ -261,7 +262,8 @@ net::awaitable<http_reply> router::metrics_page() {
   }
   http_reply r;
   r.content_type = "text/plain; version=0.0.4";
-  r.body = metrics_.render(count, workers_.snapshot(), logging::dropped_lines());
+  r.body =
+      metrics_.render(count, workers_.snapshot(), messaging_.snapshot(), logging::dropped_lines());
   co_return r;
 }
 
@@ -298,6 +300,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
     r.body = std::move(ex.body);
     r.messages = ex.messages;
     r.faults = ex.faults;
+    r.parked_ms = ex.parked_ms;
     session_cookie(ex, r);
     if (ex.retry_after.count() > 0) {
       r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
@@ -757,10 +760,13 @@ class connection : public std::enable_shared_from_this<connection> {
     st_.stats.request(out.status, seconds, bytes_in, bytes_out);
     st_.stats.messages(out.messages, out.faults);
     if (st_.cfg.log.access) {
-      st_.access->info("{} \"{} {}\" {} in={} out={} messages={} faults={} {:.3f}ms", client_,
+      // A poll that parked says how long: its time is mostly that wait.
+      std::string parked;
+      if (out.parked_ms >= 0) parked = fmt::format(" parked={:.0f}ms", out.parked_ms);
+      st_.access->info("{} \"{} {}\" {} in={} out={} messages={} faults={} {:.3f}ms{}", client_,
                        services::escaped(method, 32),
                        loggable_target(target, st_.cfg.sessions.cookie), out.status, bytes_in,
-                       bytes_out, out.messages, out.faults, seconds * 1000);
+                       bytes_out, out.messages, out.faults, seconds * 1000, parked);
     }
     expire_in(st_.cfg.limits.read_timeout);
     http::async_write(

@@ -36,6 +36,7 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
 }
 
 std::string metrics::render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
+                            const services::messaging::stats& messaging,
                             std::size_t log_dropped) const {
   std::string out;
   auto sample = [&](std::string_view name, std::string_view labels, double v) {
@@ -101,6 +102,38 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
     family("amfgate_sessions", "gauge", "Sessions in the store.");
     sample("amfgate_sessions", "", static_cast<double>(*sessions));
   }
+  family("amfgate_messaging_clients", "gauge", "FlexClients (DSId) with subscriptions.");
+  sample("amfgate_messaging_clients", "", static_cast<double>(messaging.clients));
+  family("amfgate_messaging_parked_polls", "gauge", "Polls parked for messages now.");
+  sample("amfgate_messaging_parked_polls", "", static_cast<double>(messaging.parked));
+  using destination = services::messaging::destination_stats;
+  const auto per_destination = [&](std::string_view name, std::string_view type,
+                                   std::string_view help, auto field) {
+    family(name, type, help);
+    for (const destination& d : messaging.destinations) {
+      // Destination names come from the settings: any text, escaped as the format says.
+      std::string label = "{destination=\"";
+      for (const char c : d.name) {
+        if (c == '\\' || c == '"') label += '\\';
+        label += c == '\n' ? 'n' : c;
+      }
+      sample(name, label + "\"}", static_cast<double>(field(d)));
+    }
+  };
+  per_destination("amfgate_messaging_subscriptions", "gauge", "Subscriptions now.",
+                  [](const destination& d) { return d.subscriptions; });
+  per_destination("amfgate_messaging_published_total", "counter", "Messages published.",
+                  [](const destination& d) { return d.published; });
+  per_destination("amfgate_messaging_delivered_total", "counter",
+                  "Messages delivered, one per subscription that received one.",
+                  [](const destination& d) { return d.delivered; });
+  per_destination("amfgate_messaging_dropped_total", "counter",
+                  "Messages that fell out of retention before a subscription read them.",
+                  [](const destination& d) { return d.dropped; });
+  per_destination("amfgate_messaging_retained_messages", "gauge", "Messages kept now.",
+                  [](const destination& d) { return d.kept; });
+  per_destination("amfgate_messaging_retained_bytes", "gauge", "Bytes of the messages kept now.",
+                  [](const destination& d) { return d.kept_bytes; });
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
 #include "amfgate/services/redis_session_store.hpp"
+#include "amfgate/services/ticker.hpp"
 #include "log_sink.hpp"
 
 #ifndef AMFGATE_VERSION
@@ -187,7 +188,9 @@ int run(int argc, char** argv, const setup& bind_services) {
   // too: their setup reads their own settings ("services"), whose errors count like ours.
   amfgate::services::registry services;
   try {
+    services.configure_messaging(cfg.messaging);
     amfgate::services::add_echo_service(services);
+    amfgate::services::add_ticker(services, cfg);
     if (bind_services) bind_services(services, cfg);
     if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
     services.freeze();
@@ -219,6 +222,7 @@ int run(int argc, char** argv, const setup& bind_services) {
     amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
     amfgate::server::router routes(cfg, gw, services, stats, sessions, server.workers(), log);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
+    services.messaging().start(server.executor());
     status = server.run(routes);
   } catch (const std::exception& e) {
     log->critical("cannot run: {}", e.what());

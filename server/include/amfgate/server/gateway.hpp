@@ -53,6 +53,7 @@ struct exchange {
   std::chrono::seconds retry_after{0};  ///< with status 503: when to try again
   std::size_t messages = 0;
   std::size_t faults = 0;
+  double parked_ms = -1;  ///< how long a poll parked for messages, if one did
 };
 
 class gateway {
@@ -67,6 +68,8 @@ class gateway {
   /// `ex.retry_after`. Cancelling the coroutine (the client went away) cancels the call in
   /// progress and ends with `operation_aborted`. `ex` must outlive the coroutine.
   boost::asio::awaitable<void> handle(std::string body, exchange& ex);
+  /// Shutdown: parked polls answer now, and no poll parks any more.
+  void drain() { services_.messaging().drain(); }
 
  private:
   struct request;
@@ -78,6 +81,14 @@ class gateway {
   boost::asio::awaitable<amf::value> flex_command(request_ptr rq, const amf::flex::message& in,
                                                   amf::flex::message& ack, bool& small);
   boost::asio::awaitable<amf::value> flex_login(request_ptr rq, const amf::flex::message& in);
+  /// POLL: the messages waiting (a CLIENT_SYNC command), or an empty acknowledgement; a
+  /// general poll parks while there are none, with long-polling on.
+  boost::asio::awaitable<amf::value> flex_poll(request_ptr rq, const amf::flex::message& in,
+                                               amf::flex::message& reply, bool& small);
+  /// SUBSCRIBE, UNSUBSCRIBE and MULTI_SUBSCRIBE.
+  void subscription(request& rq, const amf::flex::message& in, amf::flex::message& ack);
+  /// The FlexClient id (DSId) that messaging needs; fault 10030 without one.
+  static std::string flex_client(const amf::flex::message& in);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
   /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
   void client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,

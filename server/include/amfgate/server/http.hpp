@@ -36,7 +36,10 @@ class router {
   /// Answers `req` (a coroutine on the connection's executor; see gateway::handle).
   boost::asio::awaitable<http_reply> route(http_request& req);
   /// While draining, /healthz answers 503 so balancers stop sending.
-  void set_draining() { draining_ = true; }
+  void set_draining() {
+    draining_ = true;
+    gateway_.drain();
+  }
 
  private:
   std::string session_id(const http_request& req) const;
@@ -58,6 +61,7 @@ class router {
   const metrics& metrics_;
   services::session_store& sessions_;
   worker_pool& workers_;
+  const services::messaging& messaging_;
   std::shared_ptr<spdlog::logger> log_;
   json_api json_;
   console console_;

@@ -28,6 +28,7 @@ struct http_reply {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::size_t messages = 0, faults = 0;
+  double parked_ms = -1;  ///< see exchange::parked_ms
 };
 
 struct http_request {

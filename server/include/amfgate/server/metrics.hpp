@@ -8,6 +8,7 @@
 #include <string>
 
 #include "amfgate/server/workers.hpp"
+#include "amfgate/services/messaging.hpp"
 
 namespace amfgate::server {
 
@@ -27,9 +28,10 @@ class metrics {
   std::int64_t open_connections() const { return open_connections_.load(); }
 
   /// Prometheus text exposition format. `sessions`: the store's count, or none when the
-  /// store cannot be reached; `pool`: the worker pool now.
+  /// store cannot be reached; `pool`: the worker pool now; `messaging`: its destinations.
   /// `log_dropped`: log lines the full log queue dropped (spdlog's overrun counter).
   std::string render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
+                     const services::messaging::stats& messaging,
                      std::size_t log_dropped = 0) const;
 
  private:
