@@ -417,6 +417,7 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
   ctx.user_session = rq->sess;
   ctx.user = rq->user ? &*rq->user : nullptr;
   ctx.logger = log_.get();
+  ctx.messaging = &services_.messaging();
   ctx.executor = co_await net::this_coro::executor;
   // Read now: once cancelled, every co_await of this coroutine throws at once.
   const auto cancellation = co_await net::this_coro::cancellation_state;
@@ -475,7 +476,7 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
   const std::span<const amf::value> arguments = args;
   auto job = [keep, handler, result, arguments, service = ctx.service, method = ctx.method,
               session = ctx.user_session, user = keep->user, client = ctx.client_address,
-              executor = ctx.executor, deadline = ctx.deadline,
+              executor = ctx.executor, deadline = ctx.deadline, messaging = ctx.messaging,
               log = log_](const std::atomic<bool>& abandoned) {
     services::call_context c(service, method, *result);
     c.request = &keep->packet;
@@ -485,6 +486,7 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
     c.logger = log.get();
     c.executor = executor;
     c.deadline = deadline;
+    c.messaging = messaging;
     c.abandon_flag = &abandoned;
     struct late_check {  // however the handler ends, say when nobody waits for it any more
       const std::atomic<bool>& gone;

@@ -377,6 +377,22 @@ TEST_F(Messaging, TheTickerPublishesFromCpp) {
   EXPECT_GE(r.at(0).m.body.to_double(), sequence.back());
 }
 
+TEST(MessagingDaemon, AHandlerPublishesThroughItsCallContext) {
+  daemon d(R"("messaging": {)" + destinations + "}", AMFGATE_TEST_DAEMON);
+  flex_channel reader = connected(d.port());
+  flex_consumer consumer{reader, "chat", "chat.*", "room = 'lobby'"};
+  ASSERT_FALSE(consumer.subscribe().is_fault());
+  amf::document doc;
+  for (const char* room : {"lobby", "kitchen"}) {
+    const std::vector<amf::value> args{doc.string(room), doc.string(std::string("hi ") + room)};
+    const auto r = reader.exchange({client::flex_remoting(doc, "Chat", "post", args, "")});
+    ASSERT_FALSE(r.at(0).is_fault()) << r.at(0).m.fault_string;
+  }
+  const flex_reply polled = reader.poll();
+  EXPECT_EQ(texts(polled), std::vector<std::string>{"hi lobby"});
+  EXPECT_EQ(polled.messages().at(0).header("DSSubtopic").as_string(), "chat.lobby");
+}
+
 TEST(MessagingDaemon, PlainPollingARestartAndShutdown) {
   const std::string settings =
       R"("messaging": {"max_parked": 1, "poll_wait_ms": 20000, )" + destinations + "}";

@@ -88,5 +88,11 @@ int main(int argc, char** argv) {
             "Slow", "reset",
             [] { count.started = count.finished = count.cancelled = count.late = 0; },
             execution::inline_);
+        // A handler on the worker pool that publishes to Flex consumers.
+        r.bind("Chat", "post", [](call_context& ctx, std::string room, std::string text) {
+          ctx.messaging->publish("chat", ctx.doc.string(text), "chat." + room,
+                                 {{"room", ctx.doc.string(room)}});
+          return true;
+        });
       });
 }
