@@ -33,6 +33,10 @@ struct world {
     cfg.small_messages = true;
     cfg.limits.max_response_bytes = 1 << 20;
     cfg.access["amfgate.Introspection"] = config::access_rule{true, {"admin"}};
+    // Sends to a destination with subtopics and subscriptions with selectors are reachable;
+    // polls never park (long-polling is off).
+    cfg.messaging.destinations["news"].allow_subtopics = true;
+    registry.configure_messaging(cfg.messaging);
     services::add_echo_service(registry);
     services::add_introspection_service(registry);
     registry.freeze();
