@@ -196,7 +196,9 @@ void messaging(walker& w, const json& v, const std::string& p, messaging_setting
        {"client_wait_ms", w.millis(m.client_wait)},
        {"busy_wait_ms", w.millis(m.busy_wait)},
        {"max_parked", w.integer(m.max_parked, 0, 10'000'000)},
-       {"max_parked_per_session", w.integer(m.max_parked_per_session, 0, 1'000'000)},
+       {"max_streams", w.integer(m.max_streams, 0, 10'000'000)},
+       {"max_held_per_session", w.integer(m.max_held_per_session, 0, 1'000'000)},
+       {"stream_heartbeat_ms", w.millis(m.stream_heartbeat)},
        {"max_messages_per_poll", w.integer(m.max_messages_per_poll, 1, 1'000'000)},
        {"max_subscriptions", w.integer(m.max_subscriptions, 1, 100'000'000)},
        {"max_subscriptions_per_client", w.integer(m.max_subscriptions_per_client, 1, 1'000'000)},
@@ -207,6 +209,9 @@ void messaging(walker& w, const json& v, const std::string& p, messaging_setting
             destination(w, section, dp + "/" + name, m.destinations[name]);
           }
         }}});
+  if (m.stream_heartbeat < milliseconds(100)) {
+    w.fail(p + "/stream_heartbeat_ms", "at least 100 milliseconds", m.stream_heartbeat.count());
+  }
 }
 
 json messaging_json(const messaging_settings& m) {
@@ -225,7 +230,9 @@ json messaging_json(const messaging_settings& m) {
           {"client_wait_ms", m.client_wait.count()},
           {"busy_wait_ms", m.busy_wait.count()},
           {"max_parked", m.max_parked},
-          {"max_parked_per_session", m.max_parked_per_session},
+          {"max_streams", m.max_streams},
+          {"max_held_per_session", m.max_held_per_session},
+          {"stream_heartbeat_ms", m.stream_heartbeat.count()},
           {"max_messages_per_poll", m.max_messages_per_poll},
           {"max_subscriptions", m.max_subscriptions},
           {"max_subscriptions_per_client", m.max_subscriptions_per_client},

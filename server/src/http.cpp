@@ -14,6 +14,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -27,6 +29,7 @@
 #include "amfgate/server/budget.hpp"
 #include "amfgate/services/quote.hpp"
 #include "log_sink.hpp"
+#include "streaming.hpp"
 
 namespace amfgate::server {
 
@@ -90,7 +93,6 @@ router::router(const config::gateway_config& cfg, gateway& gw, const services::r
       metrics_(m),
       sessions_(sessions),
       workers_(workers),
-      messaging_(services.messaging()),
       log_(std::move(log)),
       json_(cfg, gw, services, log_),
       console_(services) {
@@ -262,8 +264,47 @@ net::awaitable<http_reply> router::metrics_page() {
   }
   http_reply r;
   r.content_type = "text/plain; version=0.0.4";
-  r.body =
-      metrics_.render(count, workers_.snapshot(), messaging_.snapshot(), logging::dropped_lines());
+  r.body = metrics_.render(count, workers_.snapshot(), gateway_.messaging().snapshot(),
+                           logging::dropped_lines());
+  co_return r;
+}
+
+net::awaitable<http_reply> router::stream_route(std::string_view command, http_request& req,
+                                                http_reply r) {
+  auto refuse = [&](unsigned status, std::string why) {
+    r.status = status;
+    r.body = std::move(why) + "\n";
+    return std::move(r);
+  };
+  // BlazeDS BaseStreamingHTTPEndpoint: what is not a stream of this FlexClient is a 400.
+  if (req.version < 11) co_return refuse(400, "streaming needs HTTP/1.1 (chunked encoding)");
+  if (command != "open" && command != "close") {
+    co_return refuse(400, "unknown streaming command \"" + services::escaped(command, 32) +
+                              "\": expected open or close");
+  }
+  const auto dsid = param(req.body, "DSId");
+  if (dsid.empty() || dsid == "nil") {
+    co_return refuse(400,
+                     "no DSId=<FlexClient id> in the body: connect the channel (a ping) first");
+  }
+  auto& messaging = gateway_.messaging();
+  if (command == "close") {
+    if (!messaging.close_stream(dsid)) co_return refuse(400, "this FlexClient has no stream open");
+    r.body.clear();
+    co_return r;
+  }
+  std::shared_ptr<services::messaging::waiter> w;
+  try {
+    w = messaging.open_stream(dsid, session_id(req), co_await net::this_coro::executor);
+  } catch (const services::fault& f) {
+    co_return refuse(f.code() == "Server.Busy" ? 503 : 400, f.what());
+  }
+  r.content_type = "application/x-amf";
+  r.headers.emplace_back("Cache-Control", "no-cache, no-store, must-revalidate");
+  r.headers.emplace_back("Pragma", "no-cache");
+  r.stream = std::make_shared<message_stream>(messaging, std::move(w), amf::flex::new_uuid(),
+                                              kickstart_bytes(req.user_agent),
+                                              messaging.settings().stream_heartbeat);
   co_return r;
 }
 
@@ -289,6 +330,9 @@ net::awaitable<http_reply> router::route(http_request& req) {
     if (req.method != "POST") {
       r.headers.emplace_back("Allow", cfg_.cors.enabled() ? "POST, OPTIONS" : "POST");
       co_return text(405, "method not allowed: AMF gateways take POST\n");
+    }
+    if (const auto command = param(req.target, "command"); !command.empty()) {
+      co_return co_await stream_route(command, req, std::move(r));
     }
     if (!media_type_is(req.content_type, "application/x-amf")) {
       co_return text(415, "unsupported media type: expected application/x-amf\n");
@@ -484,10 +528,11 @@ class connection : public std::enable_shared_from_this<connection> {
  public:
   /// Where a connection is: what it waits for, and so what a deadline or a drain does to it.
   enum class phase {
-    idle,      ///< waiting for a request's headers (the first, or the next on keep-alive)
-    reading,   ///< a request has begun: its headers or body are arriving
-    handling,  ///< the gateway runs it
-    writing,   ///< the reply goes out
+    idle,       ///< waiting for a request's headers (the first, or the next on keep-alive)
+    reading,    ///< a request has begun: its headers or body are arriving
+    handling,   ///< the gateway runs it
+    writing,    ///< the reply goes out
+    streaming,  ///< a streamed reply goes out, for as long as it lasts
     closed
   };
 
@@ -677,6 +722,8 @@ class connection : public std::enable_shared_from_this<connection> {
     in_.content_type = request_[http::field::content_type];
     in_.cookie = request_[http::field::cookie];
     in_.origin = request_[http::field::origin];
+    in_.user_agent = request_[http::field::user_agent];
+    in_.version = request_.version();
     bytes_in_ = request_.body().size();
     in_.body = std::move(request_.body());
     in_.client = client_;
@@ -722,7 +769,9 @@ class connection : public std::enable_shared_from_this<connection> {
     watching_hangup_ = true;
     stream_.socket().async_wait(
         tcp::socket::wait_read, [self = shared_from_this()](beast::error_code ec) {
-          if (ec || self->phase_ != phase::handling) return;
+          if (ec || (self->phase_ != phase::handling && self->phase_ != phase::streaming)) {
+            return;
+          }
           char c;
           const auto n =
               ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -742,6 +791,7 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void respond(http_reply out, unsigned version, bool keep_alive, bool head, std::string method,
                std::string target, std::size_t bytes_in) {
+    if (out.stream) return stream(std::move(out));
     phase_ = phase::writing;
     auto res = std::make_shared<http::response<http::string_body>>(
         static_cast<http::status>(out.status), version);
@@ -777,6 +827,63 @@ class connection : public std::enable_shared_from_this<connection> {
           self->first_ = false;
           self->read_header();
         });
+  }
+
+  // A streamed answer: the headers at once, then each piece as a chunk as it comes, until
+  // the stream ends (the last chunk, then close) or the client goes away (a failed write, or
+  // the hang-up watch). A write that cannot finish within limits.read_timeout ends it too.
+  void stream(http_reply out) {
+    phase_ = phase::streaming;
+    deadline_.clear();
+    watch_for_hangup();
+    net::co_spawn(stream_.get_executor(), write_stream(std::move(out)),
+                  net::bind_cancellation_slot(hangup_.slot(),
+                                              [self = shared_from_this()](std::exception_ptr) {
+                                                if (self->watching_hangup_) {
+                                                  self->watching_hangup_ = false;
+                                                  beast::error_code ignored;
+                                                  self->stream_.socket().cancel(ignored);
+                                                }
+                                                self->close();
+                                              }));
+  }
+
+  net::awaitable<void> write_stream(http_reply out) {
+    http::response<http::empty_body> res{static_cast<http::status>(out.status), request_.version()};
+    res.set(http::field::server, "amfgate");
+    res.set(http::field::content_type, out.content_type);
+    for (auto& [k, v] : out.headers) res.set(k, v);
+    res.chunked(true);
+    res.keep_alive(false);
+    std::size_t bytes_out = 0, pieces = 0;
+    const auto log = [&] {
+      const double seconds = std::chrono::duration<double>(clock::now() - started_).count();
+      st_.stats.request(out.status, seconds, bytes_in_, bytes_out);
+      if (st_.cfg.log.access) {
+        st_.access->info("{} \"{} {}\" {} in={} out={} messages=0 faults=0 {:.3f}ms streamed={}",
+                         client_, services::escaped(request_.method_string(), 32),
+                         loggable_target(request_.target(), st_.cfg.sessions.cookie), out.status,
+                         bytes_in_, bytes_out, seconds * 1000, pieces);
+      }
+    };
+    struct on_exit {
+      decltype(log)& f;
+      ~on_exit() { f(); }
+    } logged{log};
+    http::response_serializer<http::empty_body> sr{res};
+    expire_in(st_.cfg.limits.read_timeout);
+    co_await http::async_write_header(stream_, sr, net::use_awaitable);
+    deadline_.clear();
+    for (;;) {
+      const std::string piece = co_await out.stream->next();
+      if (piece.empty()) break;
+      expire_in(st_.cfg.limits.read_timeout);
+      co_await net::async_write(stream_, http::make_chunk(net::buffer(piece)), net::use_awaitable);
+      deadline_.clear();
+      bytes_out += piece.size();
+      ++pieces;
+    }
+    co_await net::async_write(stream_, http::make_chunk_last(), net::use_awaitable);
   }
 
   // Answers an error that ends the connection.

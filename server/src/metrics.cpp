@@ -106,6 +106,8 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
   sample("amfgate_messaging_clients", "", static_cast<double>(messaging.clients));
   family("amfgate_messaging_parked_polls", "gauge", "Polls parked for messages now.");
   sample("amfgate_messaging_parked_polls", "", static_cast<double>(messaging.parked));
+  family("amfgate_messaging_open_streams", "gauge", "Streams (StreamingAMFChannel) open now.");
+  sample("amfgate_messaging_open_streams", "", static_cast<double>(messaging.streams));
   using destination = services::messaging::destination_stats;
   const auto per_destination = [&](std::string_view name, std::string_view type,
                                    std::string_view help, auto field) {

@@ -257,8 +257,9 @@ void messaging::append(destination& d, std::shared_ptr<stored> m) {
   for (const auto& id : d.subscribers) {
     const subscription& s = subscriptions_.find(id)->second;
     if (!selects(s, *kept)) continue;
-    if (const auto c = clients_.find(s.client); c != clients_.end() && c->second.parked) {
-      wake_up(c->second.parked, wake::message);
+    if (const auto c = clients_.find(s.client); c != clients_.end()) {
+      if (c->second.parked) wake_up(c->second.parked, wake::message);
+      if (c->second.stream) wake_up(c->second.stream, wake::message);
     }
   }
 }
@@ -285,7 +286,8 @@ void messaging::sweep() {
   if (now < next_sweep_ || cfg_.client_idle_timeout.count() == 0) return;
   next_sweep_ = now + std::min<clock::duration>(cfg_.client_idle_timeout, std::chrono::seconds(10));
   for (auto it = clients_.begin(); it != clients_.end();) {
-    if (it->second.parked || now - it->second.seen < cfg_.client_idle_timeout) {
+    if (it->second.parked || it->second.stream ||
+        now - it->second.seen < cfg_.client_idle_timeout) {
       ++it;
       continue;
     }
@@ -418,6 +420,7 @@ void messaging::disconnect(std::string_view client_id) {
   if (it == clients_.end()) return;
   for (const auto& id : std::vector(it->second.subscriptions)) remove_subscription(id);
   if (it->second.parked) wake_up(it->second.parked, wake::replaced);
+  if (it->second.stream) wake_up(it->second.stream, wake::replaced);
   clients_.erase(it);
 }
 
@@ -482,6 +485,32 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   return out;
 }
 
+std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view client_id,
+                                                   std::string_view session,
+                                                   boost::asio::any_io_executor executor,
+                                                   bool stream, const char*& refused) {
+  std::string key = session.empty() ? "client " + std::string(client_id) : std::string(session);
+  std::size_t& per_session = held_per_session_[key];
+  refused = nullptr;
+  if (per_session >= cfg_.max_held_per_session) refused = "messaging.max_held_per_session";
+  if (stream ? streams_ >= cfg_.max_streams : parked_ >= cfg_.max_parked) {
+    refused = stream ? "messaging.max_streams" : "messaging.max_parked";
+  }
+  if (refused) {
+    if (per_session == 0) held_per_session_.erase(key);
+    return nullptr;
+  }
+  auto w = std::make_shared<waiter>(std::move(executor));
+  w->flex_client = client_id;
+  w->session = std::move(key);
+  w->stream = stream;
+  w->counted = true;
+  ++per_session;
+  ++(stream ? streams_ : parked_);
+  (stream ? c.stream : c.parked) = w;
+  return w;
+}
+
 std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
                                                    std::string_view session,
                                                    boost::asio::any_io_executor executor) {
@@ -493,27 +522,39 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
     release(*c.parked);
     c.parked.reset();
   }
-  std::string key = session.empty() ? "client " + std::string(client_id) : std::string(session);
-  std::size_t& per_session = parked_per_session_[key];
-  if (parked_ >= cfg_.max_parked || per_session >= cfg_.max_parked_per_session) {
-    if (per_session == 0) parked_per_session_.erase(key);
-    return nullptr;
+  const char* refused;
+  return hold(c, client_id, session, std::move(executor), false, refused);
+}
+
+std::shared_ptr<messaging::waiter> messaging::open_stream(std::string_view client_id,
+                                                          std::string_view session,
+                                                          boost::asio::any_io_executor executor) {
+  const std::lock_guard lock(mutex_);
+  if (draining_) throw fault("Server.Busy", "the daemon is shutting down");
+  client& c = touch(client_id);
+  if (c.stream) {
+    throw fault("Client.Stream.Duplicate",
+                "this FlexClient has a stream open on this endpoint already (10033)");
   }
-  auto w = std::make_shared<waiter>(std::move(executor));
-  w->flex_client = client_id;
-  w->session = std::move(key);
-  w->counted = true;
-  ++per_session;
-  ++parked_;
-  c.parked = w;
+  const char* refused;
+  auto w = hold(c, client_id, session, std::move(executor), true, refused);
+  if (!w) throw fault("Server.Busy", std::string("no room for another stream: ") + refused);
   return w;
+}
+
+bool messaging::close_stream(std::string_view client_id) {
+  const std::lock_guard lock(mutex_);
+  const auto c = clients_.find(client_id);
+  if (c == clients_.end() || !c->second.stream) return false;
+  wake_up(c->second.stream, wake::replaced);
+  return true;
 }
 
 void messaging::release(waiter& w) {
   if (!std::exchange(w.counted, false)) return;
-  --parked_;
-  if (const auto it = parked_per_session_.find(w.session); it != parked_per_session_.end()) {
-    if (--it->second == 0) parked_per_session_.erase(it);
+  --(w.stream ? streams_ : parked_);
+  if (const auto it = held_per_session_.find(w.session); it != held_per_session_.end()) {
+    if (--it->second == 0) held_per_session_.erase(it);
   }
 }
 
@@ -522,7 +563,8 @@ void messaging::unpark(const std::shared_ptr<waiter>& w) {
   release(*w);
   if (const auto c = clients_.find(w->flex_client); c != clients_.end()) {
     c->second.seen = clock::now();
-    if (c->second.parked == w) c->second.parked.reset();
+    auto& held = w->stream ? c->second.stream : c->second.parked;
+    if (held == w) held.reset();
   }
 }
 
@@ -538,6 +580,7 @@ void messaging::drain() {
   draining_ = true;
   for (auto& [id, c] : clients_) {
     if (c.parked) wake_up(c.parked, wake::drained);
+    if (c.stream) wake_up(c.stream, wake::drained);
   }
 }
 
@@ -583,6 +626,7 @@ messaging::stats messaging::snapshot() const {
   out.clients = clients_.size();
   out.subscriptions = subscriptions_.size();
   out.parked = parked_;
+  out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
     out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->subscribers.size(),
                                 d->log.size(), d->bytes});

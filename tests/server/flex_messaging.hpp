@@ -14,6 +14,7 @@
 #include "amf/flex.hpp"
 #include "amf/packet.hpp"
 #include "amfgate/server/client.hpp"
+#include "raw_socket.hpp"
 
 namespace amfgate::test {
 
@@ -170,6 +171,96 @@ struct flex_producer {
     amf::document doc;
     return send(doc.string(text), headers);
   }
+};
+
+/// StreamingAMFChannel's stream: `POST <path>?command=open&version=1` with the form body
+/// `DSId=<id>`, read as StreamingConnectionHandler reads it: the HTTP chunks decoded, then
+/// inner frames "<hex>\r\n<bytes>\r\n", 0x00 heartbeats between them, frames that start
+/// with 0x00 (kick-start padding) skipped, each frame one AMF3 value.
+class flex_stream {
+ public:
+  flex_stream(std::uint16_t port, std::string_view dsid,
+              std::string_view user_agent = "amfgate-test", std::string path = "/messagebroker/amf")
+      : socket_(port) {
+    const std::string body = "DSId=" + std::string(dsid);
+    socket_.send("POST " + path + "?command=open&version=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                 "Content-Type: application/x-www-form-urlencoded\r\nUser-Agent: " +
+                 std::string(user_agent) + "\r\nContent-Length: " + std::to_string(body.size()) +
+                 "\r\n\r\n" + body);
+    while (raw_.find("\r\n\r\n") == std::string::npos && fill()) {
+    }
+    const auto end = raw_.find("\r\n\r\n");
+    if (end == std::string::npos) return;
+    head = raw_.substr(0, end + 2);
+    raw_.erase(0, end + 4);
+    status = static_cast<unsigned>(std::stoul(head.substr(9, 3)));
+    chunked = head.find("Transfer-Encoding: chunked") != std::string::npos;
+    if (!chunked) payload_ = raw_;  // an error answer, its body as it is
+  }
+
+  /// The next frame's value (its views live in `doc`), skipping heartbeats and padding;
+  /// nullopt when the stream ends or nothing comes within `timeout_ms`.
+  std::optional<amf::flex::message> next(amf::document& doc, int timeout_ms = 3000) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      // The SDK: skip 0x00 where a size is expected, read hex up to CR, then LF.
+      while (!payload_.empty() && payload_[0] == '\0') {
+        payload_.erase(0, 1);
+        ++heartbeats;
+      }
+      const auto cr = payload_.find("\r\n");
+      if (cr != std::string::npos) {
+        const std::size_t size = std::stoul(payload_.substr(0, cr), nullptr, 16);
+        if (payload_.size() >= cr + 2 + size + 2) {
+          frame_ = payload_.substr(cr + 2, size);
+          payload_.erase(0, cr + 2 + size + 2);
+          if (!frame_.empty() && frame_[0] == '\0') {
+            ++padding_frames;
+            padding_bytes += frame_.size();
+            continue;
+          }
+          const auto bytes = doc.copy(amf::as_bytes(frame_));  // the values point into it
+          return amf::flex::read(amf::decode_amf3(bytes, doc), doc);
+        }
+      }
+      if (ended || std::chrono::steady_clock::now() >= until) return std::nullopt;
+      fill_chunk();
+    }
+  }
+
+  std::string head;
+  unsigned status = 0;
+  bool chunked = false, ended = false;
+  std::size_t heartbeats = 0, padding_frames = 0, padding_bytes = 0;
+
+ private:
+  bool fill() {
+    const std::string more = socket_.read_some(500);
+    raw_ += more;
+    return !more.empty();
+  }
+  // One HTTP chunk into the payload (the decoded body).
+  bool fill_chunk() {
+    for (;;) {
+      const auto cr = raw_.find("\r\n");
+      if (cr != std::string::npos) {
+        const std::size_t size = std::stoul(raw_.substr(0, cr), nullptr, 16);
+        if (size == 0) {
+          ended = true;
+          return false;
+        }
+        if (raw_.size() >= cr + 2 + size + 2) {
+          payload_ += raw_.substr(cr + 2, size);
+          raw_.erase(0, cr + 2 + size + 2);
+          return true;
+        }
+      }
+      if (!fill()) return false;
+    }
+  }
+
+  raw_socket socket_;
+  std::string raw_, payload_, frame_;
 };
 
 /// The bodies (strings) of a poll reply's messages.

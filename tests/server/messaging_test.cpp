@@ -39,7 +39,7 @@ class Messaging : public ::testing::Test {
     shared = std::make_unique<daemon>(
         R"("small_messages": true, "services": {"Ticker": {"interval_ms": 100}},
            "messaging": {"poll_wait_ms": 1500, "client_wait_ms": 0, "busy_wait_ms": 2500,
-                         "max_subscriptions_per_client": 8, )" +
+                         "max_subscriptions_per_client": 8, "stream_heartbeat_ms": 300, )" +
         destinations + "}, " + users());
   }
   static void TearDownTestSuite() { shared.reset(); }
@@ -377,6 +377,64 @@ TEST_F(Messaging, TheTickerPublishesFromCpp) {
   EXPECT_GE(r.at(0).m.body.to_double(), sequence.back());
 }
 
+TEST_F(Messaging, AStreamCarriesFramedMessagesAndHeartbeatsUntilItsClientClosesIt) {
+  flex_channel channel = connected(port()), writer = connected(port());
+  const char* safari = "Mozilla/5.0 (Macintosh) AppleWebKit/605.1.15 Version/17.0 Safari/605.1.15";
+  flex_stream stream(port(), channel.dsid, safari);
+  ASSERT_EQ(stream.status, 200u) << stream.head;
+  EXPECT_TRUE(stream.chunked);
+  EXPECT_NE(stream.head.find("Content-Type: application/x-amf"), std::string::npos);
+  EXPECT_NE(stream.head.find("Connection: close"), std::string::npos);
+  amf::document doc;
+  // Kick-start padding for Safari (512 bytes with its framing), then "connected".
+  const auto open = stream.next(doc);
+  ASSERT_TRUE(open);
+  EXPECT_EQ(stream.padding_frames, 1u);
+  EXPECT_EQ(stream.padding_bytes + 3 + 4, 512u);
+  EXPECT_EQ(open->kind, amf::flex::kind::acknowledge);
+  EXPECT_EQ(open->correlation_id, "open");
+  const std::string stream_id(open->body.as_string());
+  EXPECT_EQ(stream_id.size(), 36u);
+
+  // Subscribed over the channel's POSTs; what is published arrives on the stream.
+  flex_consumer consumer{channel, "news", "", "kind = 'stream'"};
+  ASSERT_FALSE(consumer.subscribe().is_fault());
+  flex_producer producer{writer, "news"};
+  ASSERT_FALSE(producer.send("not for it").is_fault());
+  ASSERT_FALSE(producer.send("streamed", {{"kind", doc.string("stream")}}).is_fault());
+  const auto pushed = stream.next(doc);
+  ASSERT_TRUE(pushed);
+  EXPECT_EQ(pushed->kind, amf::flex::kind::async);
+  EXPECT_EQ(pushed->body.as_string(), "streamed");
+  EXPECT_EQ(pushed->client_id.as_string(), consumer.client_id);
+
+  // Silence: heartbeat bytes between frames (stream_heartbeat_ms 300).
+  EXPECT_FALSE(stream.next(doc, 800));
+  EXPECT_GE(stream.heartbeats, 1u);
+  EXPECT_NE(shared->client().get("/metrics").body.find("amfgate_messaging_open_streams 1"),
+            std::string::npos);
+
+  // One stream per FlexClient; bad opens are 400s.
+  flex_stream second(port(), channel.dsid);
+  EXPECT_EQ(second.status, 400u);
+  auto http = shared->client();
+  const std::string form = "application/x-www-form-urlencoded";
+  EXPECT_EQ(http.post("/messagebroker/amf?command=open&version=1", "", form).status, 400u);
+  EXPECT_EQ(http.post("/messagebroker/amf?command=reopen", "DSId=" + channel.dsid, form).status,
+            400u);
+
+  // The client's close ends the stream (the last chunk), not its subscriptions.
+  const auto closed =
+      http.post("/messagebroker/amf?command=close&streamId=" + stream_id + "&version=1",
+                "DSId=" + channel.dsid, form);
+  EXPECT_EQ(closed.status, 200u);
+  EXPECT_FALSE(stream.next(doc));
+  EXPECT_TRUE(stream.ended);
+  ASSERT_FALSE(producer.send("kept", {{"kind", doc.string("stream")}}).is_fault());
+  EXPECT_EQ(texts(consumer.receive()), std::vector<std::string>{"kept"});
+  EXPECT_TRUE(shared->logged("streamed="));
+}
+
 TEST(MessagingDaemon, AHandlerPublishesThroughItsCallContext) {
   daemon d(R"("messaging": {)" + destinations + "}", AMFGATE_TEST_DAEMON);
   flex_channel reader = connected(d.port());
@@ -411,11 +469,21 @@ TEST(MessagingDaemon, PlainPollingARestartAndShutdown) {
   EXPECT_EQ(refused.m.kind, amf::flex::kind::acknowledge);
   EXPECT_EQ(refused.header("DSPollWait").to_double(), 3000);
 
-  // Shutdown: the parked poll answers at once, and the daemon exits well within its grace.
+  // Shutdown: the parked poll answers at once, an open stream gets a DISCONNECT command
+  // and ends, and the daemon exits well within its grace.
+  flex_stream stream(d->port(), other.dsid);
+  amf::document doc;
+  ASSERT_TRUE(stream.next(doc));  // "connected"
   const auto started = std::chrono::steady_clock::now();
   d->signal(SIGTERM);
   const flex_reply released = parked.get();
   EXPECT_EQ(released.m.kind, amf::flex::kind::acknowledge);
+  const auto bye = stream.next(doc);
+  ASSERT_TRUE(bye);
+  EXPECT_EQ(bye->kind, amf::flex::kind::command);
+  EXPECT_EQ(bye->command, static_cast<std::int32_t>(op::disconnect));
+  EXPECT_FALSE(stream.next(doc));
+  EXPECT_TRUE(stream.ended);
   EXPECT_EQ(d->wait(), 0);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
 

@@ -171,8 +171,14 @@ struct messaging_settings {
   milliseconds client_wait{0};
   /// DSPollWait on the reply to a poll that could not park (limits reached, batched).
   milliseconds busy_wait{3'000};
-  std::size_t max_parked = 10'000;           ///< parked polls in the daemon
-  std::size_t max_parked_per_session = 5;    ///< per HTTP session (browsers keep ~6 per host)
+  std::size_t max_parked = 10'000;   ///< parked polls in the daemon
+  std::size_t max_streams = 10'000;  ///< open streams (StreamingAMFChannel) in the daemon
+  /// Parked polls and open streams per HTTP session, or per FlexClient without a session:
+  /// browsers keep about 6 connections per host, and these hold theirs (BlazeDS's
+  /// max-persistent-connections-per-session).
+  std::size_t max_held_per_session = 4;
+  /// Silence on a stream before a heartbeat byte: how soon a dead client is found.
+  milliseconds stream_heartbeat{5'000};
   std::size_t max_messages_per_poll = 1000;  ///< the rest waits for the next poll
   std::size_t max_subscriptions = 100'000;
   std::size_t max_subscriptions_per_client = 100;  ///< per FlexClient (DSId)

@@ -70,6 +70,7 @@ class gateway {
   boost::asio::awaitable<void> handle(std::string body, exchange& ex);
   /// Shutdown: parked polls answer now, and no poll parks any more.
   void drain() { services_.messaging().drain(); }
+  services::messaging& messaging() { return services_.messaging(); }
 
  private:
   struct request;

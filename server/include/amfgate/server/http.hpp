@@ -52,6 +52,10 @@ class router {
   /// Set-Cookie for a session that `ex` created or ended.
   void session_cookie(const exchange& ex, http_reply& r) const;
   boost::asio::awaitable<http_reply> json_route(std::string_view path, http_request& req);
+  /// A StreamingAMFChannel's `?command=open` (the stream) or `?command=close`; `r` has the
+  /// CORS headers.
+  boost::asio::awaitable<http_reply> stream_route(std::string_view command, http_request& req,
+                                                  http_reply r);
   boost::asio::awaitable<http_reply> console_route(std::string_view path, http_request& req);
   /// With users configured: a session logged in with one of console.roles (any if none).
   boost::asio::awaitable<bool> console_allowed(const http_request& req);
@@ -61,7 +65,6 @@ class router {
   const metrics& metrics_;
   services::session_store& sessions_;
   worker_pool& workers_;
-  const services::messaging& messaging_;
   std::shared_ptr<spdlog::logger> log_;
   json_api json_;
   console console_;

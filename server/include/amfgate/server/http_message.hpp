@@ -2,8 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/asio/awaitable.hpp>
 #include <cctype>
 #include <functional>
+#include <memory>
 #include <memory_resource>
 #include <string>
 #include <string_view>
@@ -22,6 +24,14 @@ inline bool media_type_is(std::string_view content_type, std::string_view type) 
       t, type, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
 }
 
+/// A response body sent as it comes (HTTP streaming), a chunk at a time until it ends.
+class body_stream {
+ public:
+  virtual ~body_stream() = default;
+  /// The next bytes to send, however long they take to come; empty: the end.
+  virtual boost::asio::awaitable<std::string> next() = 0;
+};
+
 struct http_reply {
   unsigned status = 200;
   std::string_view content_type = "text/plain; charset=utf-8";  ///< a literal
@@ -29,14 +39,19 @@ struct http_reply {
   std::vector<std::pair<std::string, std::string>> headers;
   std::size_t messages = 0, faults = 0;
   double parked_ms = -1;  ///< see exchange::parked_ms
+  /// Set: the body is streamed with chunked encoding (`body` is not sent), and the
+  /// connection closes at its end.
+  std::shared_ptr<body_stream> stream;
 };
 
 struct http_request {
   std::string_view method;  ///< "GET", "POST", ...
   std::string_view target;  ///< path with ;params and ?query
   std::string_view content_type;
-  std::string_view cookie;                      ///< the Cookie header
-  std::string_view origin;                      ///< the Origin header (browsers)
+  std::string_view cookie;  ///< the Cookie header
+  std::string_view origin;  ///< the Origin header (browsers)
+  std::string_view user_agent;
+  unsigned version = 11;                        ///< HTTP/1.1: 11
   std::string body;                             ///< moved to the gateway by `route`
   std::string client;                           ///< "address:port"
   std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory

@@ -85,16 +85,19 @@ class messaging {
     std::map<std::string, std::uint64_t> lost;
   };
 
-  /// Why a parked poll came back.
+  /// Why a parked poll or a stream's wait came back: a message for it, another poll of its
+  /// client (or a disconnect, or the client's close of its stream), shutdown.
   enum class wake : int { none, message, replaced, drained };
 
-  /// A parked poll. The gateway waits on `timer`; the broker cancels it to wake the poll.
+  /// A parked poll or an open stream. Its writer waits on `timer`; the broker cancels it to
+  /// wake it.
   struct waiter {
     explicit waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
     boost::asio::steady_timer timer;
     std::atomic<wake> why{wake::none};
     std::string flex_client, session;
-    bool counted = false;  ///< in the parked counts (guarded by the broker's mutex)
+    bool stream = false;
+    bool counted = false;  ///< in the held counts (guarded by the broker's mutex)
   };
 
   struct destination_stats {
@@ -103,7 +106,7 @@ class messaging {
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
   };
   struct stats {
-    std::size_t clients = 0, subscriptions = 0, parked = 0;
+    std::size_t clients = 0, subscriptions = 0, parked = 0, streams = 0;
     std::vector<destination_stats> destinations;
   };
 
@@ -147,9 +150,16 @@ class messaging {
   /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
   batch poll(std::string_view client, std::string_view subscription = {});
   /// Registers a parked poll for `client`: a poll it parked before returns (`replaced`).
-  /// Null when the limits (max_parked, max_parked_per_session) leave no room, or draining.
+  /// Null when the limits (max_parked, max_held_per_session) leave no room, or draining.
   std::shared_ptr<waiter> park(std::string_view client, std::string_view session,
                                boost::asio::any_io_executor executor);
+  /// Registers the open stream of `client`. Throws fault Server.Busy past max_streams or
+  /// max_held_per_session, or draining; Client.Stream.Duplicate (10033) while one is open.
+  std::shared_ptr<waiter> open_stream(std::string_view client, std::string_view session,
+                                      boost::asio::any_io_executor executor);
+  /// The client's own close (`command=close`): its stream ends; false if it has none.
+  bool close_stream(std::string_view client);
+  /// A parked poll returned, or a stream ended.
   void unpark(const std::shared_ptr<waiter>& w);
   /// Shutdown: every parked poll returns and none parks any more.
   void drain();
@@ -170,7 +180,7 @@ class messaging {
   };
   struct client {
     std::vector<std::string> subscriptions;
-    std::shared_ptr<waiter> parked;
+    std::shared_ptr<waiter> parked, stream;
     std::chrono::steady_clock::time_point seen;
   };
   struct destination;
@@ -186,16 +196,20 @@ class messaging {
   client& touch(std::string_view client);
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
-  /// Takes a parked poll out of the counts (once).
+  /// Takes a parked poll or a stream out of the counts (once).
   void release(waiter& w);
+  /// A waiter for `client` within the limits, or the reason there is none.
+  std::shared_ptr<waiter> hold(client& c, std::string_view client_id, std::string_view session,
+                               boost::asio::any_io_executor executor, bool stream,
+                               const char*& refused);
 
   config::messaging_settings cfg_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<destination>, std::less<>> destinations_;
   std::map<std::string, subscription, std::less<>> subscriptions_;
   std::map<std::string, client, std::less<>> clients_;
-  std::map<std::string, std::size_t, std::less<>> parked_per_session_;
-  std::size_t parked_ = 0;
+  std::map<std::string, std::size_t, std::less<>> held_per_session_;
+  std::size_t parked_ = 0, streams_ = 0;
   std::uint64_t order_ = 0;
   bool draining_ = false;
   std::chrono::steady_clock::time_point next_sweep_;

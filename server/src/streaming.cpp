@@ -1,0 +1,117 @@
+#include "streaming.hpp"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+
+#include "amf/encode.hpp"
+#include "amf/flex.hpp"
+
+namespace amfgate::server {
+
+namespace net = boost::asio;
+using wake = services::messaging::wake;
+
+namespace {
+
+// One inner frame: "<hex length>\r\n<bytes>\r\n".
+void append_frame(std::string& out, std::string_view bytes) {
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  out.append(size, static_cast<std::size_t>(n)).append(bytes).append("\r\n");
+}
+
+// A message as a frame: a standalone AMF3 value (its own reference tables). Full form
+// always: every Flex client reads it, small or not (BlazeDS sends DSA when negotiated).
+void append_message(std::string& out, const amf::value& message) {
+  std::string bytes;
+  amf::encode_amf3(message, bytes);
+  append_frame(out, bytes);
+}
+
+}  // namespace
+
+std::size_t kickstart_bytes(std::string_view ua) {
+  if (ua.find("Android") != std::string_view::npos) return 4010;
+  if (ua.find("MSIE") != std::string_view::npos || ua.find("Trident") != std::string_view::npos) {
+    return 2048;
+  }
+  if (ua.find("Safari") != std::string_view::npos) return 512;
+  return 0;
+}
+
+message_stream::message_stream(services::messaging& m,
+                               std::shared_ptr<services::messaging::waiter> w,
+                               std::string stream_id, std::size_t kickstart,
+                               std::chrono::milliseconds heartbeat)
+    : messaging_(m),
+      waiter_(std::move(w)),
+      stream_id_(std::move(stream_id)),
+      kickstart_(kickstart),
+      heartbeat_(heartbeat) {}
+
+message_stream::~message_stream() {
+  messaging_.unpark(waiter_);
+}
+
+net::awaitable<std::string> message_stream::next() {
+  std::string out;
+  if (done_) co_return out;
+  amf::document doc;
+  if (!opened_) {
+    opened_ = true;
+    // Padding that a buffering User-Agent fills before it passes anything on: one frame of
+    // zero bytes (the SDK skips frames that start with 0x00), its framing included.
+    const std::size_t framing = 4 + (kickstart_ > 0xfff ? 4 : 3);
+    if (kickstart_ > framing) append_frame(out, std::string(kickstart_ - framing, '\0'));
+    amf::flex::message ack;
+    ack.kind = amf::flex::kind::acknowledge;
+    ack.correlation_id = "open";  // "connected"
+    ack.message_id = doc.copy(amf::flex::new_uuid());
+    ack.body = doc.string(stream_id_);
+    append_message(out, amf::flex::make(doc, ack));
+    co_return out;
+  }
+  // Read now: once cancelled (the client went away), every co_await throws at once.
+  const auto cancellation = co_await net::this_coro::cancellation_state;
+  for (;;) {
+    services::messaging::batch b;
+    try {
+      b = messaging_.poll(waiter_->flex_client);
+    } catch (const services::fault&) {
+      // No subscriptions yet: a stream opens when its channel connects, before them.
+    }
+    for (const auto& d : b.messages) {
+      append_message(out, services::messaging::message_for(doc, d));
+    }
+    if (!out.empty()) co_return out;
+    switch (waiter_->why.exchange(wake::none)) {
+      case wake::drained: {  // the server closes: the client disconnects, no reconnect
+        amf::flex::message bye;
+        bye.kind = amf::flex::kind::command;
+        bye.command = static_cast<std::int32_t>(amf::flex::operation::disconnect);
+        bye.message_id = doc.copy(amf::flex::new_uuid());
+        append_message(out, amf::flex::make(doc, bye));
+        done_ = true;
+        co_return out;
+      }
+      case wake::replaced:  // the client's own close, or a disconnect
+        done_ = true;
+        co_return out;
+      case wake::message:
+        continue;  // read again
+      case wake::none:
+        break;
+    }
+    boost::system::error_code ec;
+    waiter_->timer.expires_after(heartbeat_);
+    co_await waiter_->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+    if (cancellation.cancelled() != net::cancellation_type::none) {
+      throw boost::system::system_error(net::error::operation_aborted);
+    }
+    if (waiter_->why == wake::none) co_return std::string(1, '\0');  // a heartbeat
+  }
+}
+
+}  // namespace amfgate::server

@@ -1,0 +1,40 @@
+// HTTP streaming for Flex's StreamingAMFChannel (../shared/spec/flex-pubsub.md 1.9): the body
+// of an open stream. It is framed as the SDK's StreamingConnectionHandler reads it, inside
+// real HTTP/1.1 chunks: optional kick-start padding, the "connected" acknowledgement, one
+// AMF3 message per frame, and a 0x00 heartbeat byte between frames after a silence.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "amfgate/server/http_message.hpp"
+#include "amfgate/services/messaging.hpp"
+
+namespace amfgate::server {
+
+/// The kick-start padding a User-Agent needs before it hands streamed bytes to the page
+/// (BlazeDS UserAgentSettings: Android 4010, MSIE 2048, Safari and its kin 512); 0 if none.
+std::size_t kickstart_bytes(std::string_view user_agent);
+
+class message_stream : public body_stream {
+ public:
+  /// Writes for the FlexClient of `w` (messaging::open_stream) until its client closes it,
+  /// goes away, or the daemon drains (then a DISCONNECT command ends it).
+  message_stream(services::messaging& m, std::shared_ptr<services::messaging::waiter> w,
+                 std::string stream_id, std::size_t kickstart, std::chrono::milliseconds heartbeat);
+  ~message_stream() override;
+
+  boost::asio::awaitable<std::string> next() override;
+
+ private:
+  services::messaging& messaging_;
+  std::shared_ptr<services::messaging::waiter> waiter_;
+  std::string stream_id_;
+  std::size_t kickstart_;
+  std::chrono::milliseconds heartbeat_;
+  bool opened_ = false, done_ = false;
+};
+
+}  // namespace amfgate::server
