@@ -10,8 +10,10 @@
 # p50/p99 latency, server CPU per request (from /proc; amfgate's only, not Redis's), and each
 # ratio to the ceiling's. The test daemon (tests/server/test_daemon.cpp, on its defaults with
 # the access log on) answers the same echo alone (slow-quiet) and while 16 other connections
-# keep calling a handler that blocks its worker for 200 ms (slow-busy). Loopback only; bounded
-# in time.
+# keep calling a handler that blocks its worker for 200 ms (slow-busy). Last, server push:
+# 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
+# publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
+# many connections from one address need. Loopback only; bounded in time.
 #   tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -22,7 +24,7 @@ command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)"
 command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2; exit 1; }
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
 cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server amfgate_test_daemon \
-  >/dev/null
+  push_load >/dev/null
 
 work=$(mktemp -d)
 pids=()
@@ -136,3 +138,25 @@ awk -v rounds="$rounds" '
         median(p99["amf0-log"]) / median(p99[c]), median(p99["flex-log"]) / median(p99[c])
     }
   }' "$work/results"
+
+# Server push. Each consumer holds a connection (a streaming one two): limits raised.
+ulimit -n 20000
+cat >"$work/amfgate-push.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18488}, "threads": 2,
+ "limits": {"max_connections": 10000, "max_connections_per_client": 0,
+            "max_requests_per_client": 0},
+ "messaging": {"poll_wait_ms": 30000, "destinations": {"bench": {}}}}
+JSON
+build/bench/server/amfgate --config "$work/amfgate-push.json" >"$work/amfgate-push.log" &
+push=$!
+pids+=("$push")
+sleep 0.5
+line=$(build/bench/tests/bench/push_load 18488 "$push" 1000 1000 20 "$seconds" || true)
+echo "push: $line"
+echo "$line" | awk '{
+  for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+  printf "server push, 1,000 long-polling + 1,000 streaming consumers, 20 messages/s: " \
+         "%d of %d deliveries (goal: every one), %d/s, p50 %.1f ms, p99 %.1f ms (goal < 100 ms), " \
+         "RSS %.0f MB (goal < 150 MB), %.1f us cpu per delivery\n",
+    v["delivered"], v["expected"], v["deliveries_per_s"], v["p50_ms"], v["p99_ms"], v["rss_mb"],
+    v["cpu_us_per_delivery"] }'
