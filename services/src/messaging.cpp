@@ -364,6 +364,7 @@ void messaging::unsubscribe(std::string_view client_id, std::string_view subscri
   if (s.filters.empty() ||
       (before == s.filters.size() && subtopic.empty() && selector_text.empty())) {
     remove_subscription(s.id);
+    forget_if_unused(client_id);
   }
 }
 
@@ -398,7 +399,10 @@ void messaging::multi_subscribe(std::string_view client_id, std::string_view sub
       return f.subtopic == e->first && f.sel.text() == e->second;
     });
   }
-  if (it->second.filters.empty()) remove_subscription(it->second.id);
+  if (it->second.filters.empty()) {
+    remove_subscription(it->second.id);
+    forget_if_unused(client_id);
+  }
 }
 
 void messaging::remove_subscription(const std::string& id_ref) {
@@ -412,6 +416,16 @@ void messaging::remove_subscription(const std::string& id_ref) {
     d->second->subscribers.erase(id);
   }
   subscriptions_.erase(it);
+}
+
+void messaging::forget_if_unused(std::string_view client_id) {
+  // A FlexClient is kept for its subscriptions and what it holds open, not for having been
+  // seen: stream opens and subscribe/unsubscribe rounds with made-up DSIds leave nothing.
+  const auto c = clients_.find(client_id);
+  if (c != clients_.end() && c->second.subscriptions.empty() && !c->second.parked &&
+      !c->second.stream) {
+    clients_.erase(c);
+  }
 }
 
 void messaging::disconnect(std::string_view client_id) {
@@ -565,6 +579,7 @@ void messaging::unpark(const std::shared_ptr<waiter>& w) {
     c->second.seen = clock::now();
     auto& held = w->stream ? c->second.stream : c->second.parked;
     if (held == w) held.reset();
+    forget_if_unused(w->flex_client);
   }
 }
 

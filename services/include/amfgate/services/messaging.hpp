@@ -193,6 +193,7 @@ class messaging {
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string subtopic, std::string_view selector_text);
   void remove_subscription(const std::string& id);
+  void forget_if_unused(std::string_view client);
   client& touch(std::string_view client);
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
