@@ -72,8 +72,8 @@ function serve(dir) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-// 3. amfgate on config/example.json's users and access rules, a port of its own, CORS for
-//    the page's origin.
+// 3. amfgate on config/example.json's users, access rules and messaging (with its Ticker), a
+//    port of its own, CORS for the page's origin.
 function startGateway(origin) {
   const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
   return startDaemon(amfgate, {
@@ -82,6 +82,8 @@ function startGateway(origin) {
     log: { level: 'debug', access: true, sinks: [{ type: 'stdout' }] },
     users: example.users,
     access: example.access,
+    messaging: example.messaging,
+    services: example.services,
     cors: { allow_origins: [origin] },
   }, work);
 }
