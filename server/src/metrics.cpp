@@ -52,6 +52,10 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
     family(name, "counter", help);
     sample(name, "", static_cast<double>(sum(k)));
   };
+  auto gauge = [&](std::string_view name, std::string_view help, double v) {
+    family(name, "gauge", help);
+    sample(name, "", v);
+  };
   family("amfgate_http_requests_total", "counter", "HTTP requests answered, by status class.");
   sample("amfgate_http_requests_total", "{class=\"2xx\"}", static_cast<double>(sum(requests_2xx)));
   sample("amfgate_http_requests_total", "{class=\"4xx\"}", static_cast<double>(sum(requests_4xx)));
@@ -75,8 +79,8 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
   sample("amfgate_request_duration_seconds_sum", "",
          static_cast<double>(sum(latency_micros)) / 1e6);
   sample("amfgate_request_duration_seconds_count", "", static_cast<double>(sum(latency_count)));
-  family("amfgate_open_connections", "gauge", "Client connections open now.");
-  sample("amfgate_open_connections", "", static_cast<double>(open_connections_.load()));
+  gauge("amfgate_open_connections", "Client connections open now.",
+        static_cast<double>(open_connections_.load()));
   total("amfgate_call_timeouts_total", "Calls answered Server.Timeout at their deadline.",
         call_timeouts);
   total("amfgate_calls_abandoned_total", "Calls cancelled because their client went away.",
@@ -85,29 +89,26 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
         "Requests or calls refused because the worker pool's queue was full.", busy_refusals);
   total("amfgate_logins_throttled_total",
         "Login attempts refused without a password check (too many failures).", logins_throttled);
-  family("amfgate_worker_threads", "gauge", "Threads of the worker pool.");
-  sample("amfgate_worker_threads", "", pool.threads);
-  family("amfgate_workers_busy", "gauge", "Workers running a call now.");
-  sample("amfgate_workers_busy", "", static_cast<double>(pool.busy));
-  family("amfgate_worker_queue_depth", "gauge", "Calls waiting for a worker now.");
-  sample("amfgate_worker_queue_depth", "", static_cast<double>(pool.queued));
-  family("amfgate_worker_queue_limit", "gauge", "Calls that may wait for a worker (then 503).");
-  sample("amfgate_worker_queue_limit", "", static_cast<double>(pool.max_queue));
+  gauge("amfgate_worker_threads", "Threads of the worker pool.", pool.threads);
+  gauge("amfgate_workers_busy", "Workers running a call now.", static_cast<double>(pool.busy));
+  gauge("amfgate_worker_queue_depth", "Calls waiting for a worker now.",
+        static_cast<double>(pool.queued));
+  gauge("amfgate_worker_queue_limit", "Calls that may wait for a worker (then 503).",
+        static_cast<double>(pool.max_queue));
   family("amfgate_log_lines_dropped_total", "counter",
          "Log lines dropped, the oldest first, because the log queue was full.");
   sample("amfgate_log_lines_dropped_total", "", static_cast<double>(log_dropped));
-  family("amfgate_session_store_up", "gauge", "1 when the session store answers, else 0.");
-  sample("amfgate_session_store_up", "", sessions ? 1 : 0);
+  gauge("amfgate_session_store_up", "1 when the session store answers, else 0.", sessions ? 1 : 0);
   if (sessions) {
-    family("amfgate_sessions", "gauge", "Sessions in the store.");
-    sample("amfgate_sessions", "", static_cast<double>(*sessions));
+    gauge("amfgate_sessions", "Sessions in the store.", static_cast<double>(*sessions));
   }
-  family("amfgate_messaging_clients", "gauge", "FlexClients (DSId) with subscriptions.");
-  sample("amfgate_messaging_clients", "", static_cast<double>(messaging.clients));
-  family("amfgate_messaging_parked_polls", "gauge", "Polls parked for messages now.");
-  sample("amfgate_messaging_parked_polls", "", static_cast<double>(messaging.parked));
-  family("amfgate_messaging_open_streams", "gauge", "Streams (StreamingAMFChannel) open now.");
-  sample("amfgate_messaging_open_streams", "", static_cast<double>(messaging.streams));
+  gauge("amfgate_messaging_clients",
+        "FlexClients (DSId) with subscriptions, a parked poll or an open stream.",
+        static_cast<double>(messaging.clients));
+  gauge("amfgate_messaging_parked_polls", "Polls parked for messages now.",
+        static_cast<double>(messaging.parked));
+  gauge("amfgate_messaging_open_streams", "Streams (StreamingAMFChannel) open now.",
+        static_cast<double>(messaging.streams));
   using destination = services::messaging::destination_stats;
   const auto per_destination = [&](std::string_view name, std::string_view type,
                                    std::string_view help, auto field) {

@@ -82,8 +82,8 @@ std::optional<amf::flex::message> first(const std::string& body, amf::document& 
   return amf::flex::read(p.bodies.at(0).val, doc);
 }
 
-// Connects, pings for a DSId and subscribes: the DSId.
-net::awaitable<std::string> subscribe(beast::tcp_stream& s, std::uint16_t port) {
+// Connects and pings, as a channel connects: its DSId.
+net::awaitable<std::string> connect(beast::tcp_stream& s, std::uint16_t port) {
   co_await s.async_connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port),
                            net::use_awaitable);
   amf::document doc;
@@ -91,7 +91,13 @@ net::awaitable<std::string> subscribe(beast::tcp_stream& s, std::uint16_t port) 
   ping.kind = amf::flex::kind::command;
   ping.command = static_cast<std::int32_t>(amf::flex::operation::client_ping);
   const std::string pong = co_await post(s, packet(doc, ping, ""));
-  std::string dsid(first(pong, doc)->header("DSId").as_string());
+  co_return std::string(first(pong, doc)->header("DSId").as_string());
+}
+
+// Connects, pings for a DSId and subscribes: the DSId.
+net::awaitable<std::string> subscribe(beast::tcp_stream& s, std::uint16_t port) {
+  std::string dsid = co_await connect(s, port);
+  amf::document doc;
   amf::flex::message sub;
   sub.kind = amf::flex::kind::command;
   sub.command = static_cast<std::int32_t>(amf::flex::operation::subscribe);
@@ -200,14 +206,7 @@ net::awaitable<void> streamer(std::uint16_t port, results& r) {
 net::awaitable<void> publisher(std::uint16_t port, double rate, double end, std::size_t& sent) {
   const auto ex = co_await net::this_coro::executor;
   beast::tcp_stream s(ex);
-  co_await s.async_connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port),
-                           net::use_awaitable);
-  amf::document doc;
-  amf::flex::message ping;
-  ping.kind = amf::flex::kind::command;
-  ping.command = static_cast<std::int32_t>(amf::flex::operation::client_ping);
-  const std::string pong = co_await post(s, packet(doc, ping, ""));
-  const std::string dsid(first(pong, doc)->header("DSId").as_string());
+  const std::string dsid = co_await connect(s, port);
   net::steady_timer t(ex);
   const auto every = std::chrono::duration<double>(1.0 / rate);
   auto next = clock_type::now();
