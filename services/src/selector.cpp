@@ -274,30 +274,22 @@ class parser {
     n->negated = negated;
     return n;
   }
-  node_ptr sum() {
-    node_ptr n = product();
+  // Left-associative operators of one precedence over `operand`.
+  node_ptr chain(node_ptr (parser::*operand)(), std::string_view a, op a_op, std::string_view b,
+                 op b_op) {
+    node_ptr n = (this->*operand)();
     for (;;) {
-      if (accept_symbol("+")) {
-        n = make(op::add, std::move(n), product());
-      } else if (accept_symbol("-")) {
-        n = make(op::sub, std::move(n), product());
+      if (accept_symbol(a)) {
+        n = make(a_op, std::move(n), (this->*operand)());
+      } else if (accept_symbol(b)) {
+        n = make(b_op, std::move(n), (this->*operand)());
       } else {
         return n;
       }
     }
   }
-  node_ptr product() {
-    node_ptr n = unary();
-    for (;;) {
-      if (accept_symbol("*")) {
-        n = make(op::mul, std::move(n), unary());
-      } else if (accept_symbol("/")) {
-        n = make(op::div, std::move(n), unary());
-      } else {
-        return n;
-      }
-    }
-  }
+  node_ptr sum() { return chain(&parser::product, "+", op::add, "-", op::sub); }
+  node_ptr product() { return chain(&parser::unary, "*", op::mul, "/", op::div); }
   node_ptr unary() {
     const nesting guard(*this);
     if (accept_symbol("-")) return make(op::negate, unary());
