@@ -4,8 +4,9 @@
 //   amf_bench [--workloads=DIR] [Google Benchmark flags]
 //
 // The workloads are found in DIR, $AMFGATE_BENCH_DIR, or ../shared/bench from the project
-// root (see ../shared/bench/README.md for what each holds). Encode cases build the value
-// from the README's rules, check once that it equals the decoded file, then encode it.
+// root (see ../shared/bench/README.md for what each holds). Decode cases check once that
+// what they decode equals the value built from the README's rules; encode cases check that
+// value against the decoded file, then encode it and compare the bytes.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -102,6 +103,15 @@ const workload workloads[] = {
 
 void bench_decode(benchmark::State& state, const workload& w) {
   const std::string in = load(w.file);
+  {  // what the decoder returns is the value the README's rules describe (checked once)
+    amf::document doc, reference;
+    const amf::value v = w.amf3 ? amf::decode_amf3(amf::as_bytes(in), doc)
+                                : amf::decode_amf0(amf::as_bytes(in), doc);
+    if (!amf::equivalent(v, w.build(reference))) {
+      state.SkipWithError("the decoded value differs from the one the README rules build");
+      return;
+    }
+  }
   for (auto _ : state) {
     amf::document doc(in.size() * 2);
     amf::decode_error ec;
