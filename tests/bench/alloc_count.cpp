@@ -1,0 +1,191 @@
+// Heap allocations per request on the daemon's request path (issue 13, goal 5): amfgate's
+// HTTP server, router and gateway in this process on a loopback port, on the defaults (2 I/O
+// threads, the access log on, written by a batched sink to /dev/null), and a client thread
+// that keeps one connection busy. A counting operator new counts every allocation of every
+// thread but the client's. After a warm-up, the count over N requests divided by N: per AMF0
+// echo, and per Flex RemotingMessage echo.
+//
+//   alloc_count [REQUESTS]
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "../../server/src/log_sink.hpp"
+#include "amfgate/server/client.hpp"
+#include "amfgate/server/http.hpp"
+#include "amfgate/services/builtin.hpp"
+
+namespace {
+
+std::atomic<std::uint64_t> allocations{0};
+thread_local bool uncounted = false;  // the client's thread
+
+void* counted(std::size_t n) {
+  if (!uncounted) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+
+void* counted_aligned(std::size_t n, std::align_val_t a) {
+  if (!uncounted) allocations.fetch_add(1, std::memory_order_relaxed);
+  const auto align = static_cast<std::size_t>(a);
+  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
+  throw std::bad_alloc();
+}
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return counted(n);
+}
+void* operator new[](std::size_t n) {
+  return counted(n);
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return counted(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
+  return operator new(n, t);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_aligned(n, a);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_aligned(n, a);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+using namespace amfgate;
+
+// One keep-alive connection: a request, then its whole response (by Content-Length).
+class connection {
+ public:
+  explicit connection(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) std::abort();
+  }
+  ~connection() { ::close(fd_); }
+  void exchange(const std::string& request) {
+    if (::send(fd_, request.data(), request.size(), MSG_NOSIGNAL) < 0) std::abort();
+    buf_.clear();
+    std::size_t need = std::string::npos;
+    char chunk[65536];
+    while (need == std::string::npos || buf_.size() < need) {
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n <= 0) std::abort();
+      buf_.append(chunk, static_cast<std::size_t>(n));
+      const auto end = buf_.find("\r\n\r\n");
+      if (need == std::string::npos && end != std::string::npos) {
+        const auto at = buf_.find("Content-Length: ");
+        if (at == std::string::npos || buf_.compare(9, 3, "200") != 0) std::abort();
+        need = end + 4 + std::stoul(buf_.substr(at + 16));
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  std::string buf_;
+};
+
+std::string post(const std::string& body) {
+  return "POST /gateway HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-amf\r\n"
+         "Content-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+double per_request(connection& c, const std::string& request, int n) {
+  for (int i = 0; i < n / 10 + 100; ++i) c.exchange(request);  // warm-up
+  const auto before = allocations.load();
+  for (int i = 0; i < n; ++i) c.exchange(request);
+  return static_cast<double>(allocations.load() - before) / n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
+  config::gateway_config cfg;
+  cfg.listen.address = "127.0.0.1";
+  cfg.listen.port = 0;
+  cfg.threads = 2;
+  const int devnull = ::open("/dev/null", O_WRONLY);
+  auto sink = std::make_shared<logging::batched_sink>(devnull);
+  auto log = std::make_shared<spdlog::logger>("amfgate", sink);
+  auto access = std::make_shared<spdlog::logger>("access", sink);
+  services::registry registry;
+  services::add_echo_service(registry);
+  registry.freeze();
+  services::memory_session_store sessions(cfg.sessions.max_sessions, cfg.sessions.idle_timeout);
+  services::user_table users({});
+  server::metrics stats;
+  server::http_server http(cfg, stats, log, access);
+  server::gateway gw(cfg, registry, sessions, users, http.workers(), stats, log);
+  server::router routes(cfg, gw, registry, stats, sessions, http.workers(), log);
+  std::thread serving([&] { http.run(routes); });
+  uncounted = true;
+  while (http.port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  amf::document doc;
+  amf::object_node* product = doc.object();
+  product->dynamic.push_back({"id", amf::value::number(42)});
+  product->dynamic.push_back({"name", doc.string("product-0042")});
+  product->dynamic.push_back({"price", amf::value::number(53.49)});
+  const std::vector<amf::value> args{amf::value::of(product)};
+  const std::string amf0 = post(client::netconnection_request("EchoService.echo", args, false));
+  const std::vector<amf::value> messages{
+      client::flex_remoting(doc, "EchoService", "echo", args, "")};
+  const std::string flex = post(client::flex_request(messages));
+  connection c(http.port());
+  const double per_amf0 = per_request(c, amf0, n), per_flex = per_request(c, flex, n);
+  std::printf(
+      "heap allocations per request after warm-up, %d requests each: AMF0 echo %.2f (goal 0), "
+      "Flex echo %.2f (goal <= 4)\n",
+      n, per_amf0, per_flex);
+  std::raise(SIGTERM);
+  serving.join();
+  return 0;
+}
