@@ -1,5 +1,6 @@
 #include "amf/flex.hpp"
 
+#include <chrono>
 #include <cmath>
 
 #include <random>
@@ -185,6 +186,12 @@ value make_small(document& doc, const message& m) {
   id(m.correlation_id, "correlationId", "correlationIdBytes");
   if (m.kind == kind::command) add("operation", value::integer(m.command));
   return value::of(e);
+}
+
+double now_ms() {
+  using namespace std::chrono;
+  return static_cast<double>(
+      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
 }
 
 std::string new_uuid() {

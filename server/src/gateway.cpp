@@ -5,7 +5,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -42,12 +41,6 @@ struct gateway::request {
 };
 
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return static_cast<double>(
-      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
-}
 
 std::string base64_decode(std::string_view in) {
   auto digit = [](char c) -> int {
@@ -104,7 +97,7 @@ amf::value error_message(amf::document& doc, const std::optional<amf::flex::mess
     e.destination = in->destination;
   }
   e.message_id = message_id;
-  e.timestamp = now_ms();
+  e.timestamp = amf::flex::now_ms();
   e.fault_code = f.code();
   e.fault_string = f.what();
   e.fault_detail = f.detail();
@@ -553,7 +546,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
     ack.client_id = in->client_id.kind() == amf::type::string ? in->client_id
                                                               : doc.string(amf::flex::new_uuid());
     ack.message_id = message_id;
-    ack.timestamp = now_ms();
+    ack.timestamp = amf::flex::now_ms();
     try {
       switch (in->kind) {
         case amf::flex::kind::remoting:
@@ -670,8 +663,6 @@ void gateway::subscription(request& rq, const amf::flex::message& in, amf::flex:
 
 net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::message& in,
                                               amf::flex::message& reply, bool& small) {
-  // Read now: once cancelled, every co_await of this coroutine throws at once.
-  const auto cancellation = co_await net::this_coro::cancellation_state;
   auto& m = services_.messaging();
   const auto& settings = m.settings();
   const std::string client = flex_client(in);
@@ -682,6 +673,14 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
     reply.correlation_id = {};
     reply.client_id = amf::value::null();
   }
+  // Messages (and DSNoOpPoll) come in a CLIENT_SYNC command, always in full form (BlazeDS:
+  // only POLL has a small form).
+  const auto client_sync = [&] {
+    reply.kind = amf::flex::kind::command;
+    reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
+    small = false;
+  };
+  using wake = services::messaging::wake;
   services::messaging::batch b = m.poll(client, general ? "" : in.client_id.as_string());
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
@@ -703,28 +702,16 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
       } parked{m, w};
       const auto started = std::chrono::steady_clock::now();
       const auto until = started + settings.poll_wait;
-      using wake = services::messaging::wake;
+      bool released = false;
       for (;;) {
-        if (w->why == wake::none) {
-          boost::system::error_code ec;
-          w->timer.expires_at(until);
-          co_await w->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
-        }
-        if (cancellation.cancelled() != net::cancellation_type::none) {
-          throw boost::system::system_error(net::error::operation_aborted);
-        }
-        const wake why = w->why.exchange(wake::none);
+        const wake why = co_await w->wait_until(until);
         if (why == wake::replaced) {
           // Another poll of this client took over (or it disconnected): this reply is
           // ignored, and no poll is scheduled from it (DSNoOpPoll).
-          reply.kind = amf::flex::kind::command;
-          reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
+          client_sync();
           amf::flex::set_header(rq->doc, reply, "DSNoOpPoll", amf::value::boolean(true));
-          small = false;
-          rq->ex.parked_ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
-          co_return amf::value::null();
+          released = true;
+          break;
         }
         b = m.poll(client);
         if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
@@ -735,6 +722,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
       rq->ex.parked_ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
               .count();
+      if (released) co_return amf::value::null();
     }
   }
   if (poll_wait) {
@@ -751,11 +739,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
     amf::flex::set_header(rq->doc, reply, "AMFGateMessagesLost", amf::value::of(lost));
   }
   if (b.messages.empty()) co_return amf::value::null();  // an empty acknowledgement
-  // The messages, in a CLIENT_SYNC command, always in full form (BlazeDS: only POLL has a
-  // small form).
-  reply.kind = amf::flex::kind::command;
-  reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
-  small = false;
+  client_sync();
   amf::array_node* messages = rq->doc.array(b.messages.size());
   for (const auto& d : b.messages) {
     messages->dense.push_back(services::messaging::message_for(rq->doc, d));

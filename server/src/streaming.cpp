@@ -1,8 +1,5 @@
 #include "streaming.hpp"
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 
 #include "amf/encode.hpp"
@@ -73,9 +70,8 @@ net::awaitable<std::string> message_stream::next() {
     append_message(out, amf::flex::make(doc, ack));
     co_return out;
   }
-  // Read now: once cancelled (the client went away), every co_await throws at once.
-  const auto cancellation = co_await net::this_coro::cancellation_state;
-  for (;;) {
+  // What waits for the client, appended to `out` as frames.
+  const auto read = [&] {
     services::messaging::batch b;
     try {
       b = messaging_.poll(waiter_->flex_client);
@@ -85,9 +81,14 @@ net::awaitable<std::string> message_stream::next() {
     for (const auto& d : b.messages) {
       append_message(out, services::messaging::message_for(doc, d));
     }
+  };
+  for (;;) {
+    read();
     if (!out.empty()) co_return out;
-    switch (waiter_->why.exchange(wake::none)) {
-      case wake::drained: {  // the server closes: the client disconnects, no reconnect
+    const wake why = co_await waiter_->wait_until(std::chrono::steady_clock::now() + heartbeat_);
+    switch (why) {
+      case wake::drained: {  // the server closes: what is left, then DISCONNECT, no reconnect
+        read();
         amf::flex::message bye;
         bye.kind = amf::flex::kind::command;
         bye.command = static_cast<std::int32_t>(amf::flex::operation::disconnect);
@@ -102,15 +103,8 @@ net::awaitable<std::string> message_stream::next() {
       case wake::message:
         continue;  // read again
       case wake::none:
-        break;
+        co_return std::string(1, '\0');  // silence: a heartbeat
     }
-    boost::system::error_code ec;
-    waiter_->timer.expires_after(heartbeat_);
-    co_await waiter_->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
-    if (cancellation.cancelled() != net::cancellation_type::none) {
-      throw boost::system::system_error(net::error::operation_aborted);
-    }
-    if (waiter_->why == wake::none) co_return std::string(1, '\0');  // a heartbeat
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <deque>
 #include <set>
 
@@ -15,12 +18,6 @@ namespace amfgate::services {
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-double now_ms() {
-  using namespace std::chrono;
-  return static_cast<double>(
-      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
-}
 
 fault not_subscribed(std::string_view what) {
   return fault("Server.Processing.NotSubscribed", std::string(what));
@@ -177,7 +174,7 @@ std::shared_ptr<messaging::stored> store(std::string_view destination, const amf
     amf::encode_amf3(headers, m->headers);
     for (const auto& [name, v] : h->dynamic) m->properties[std::string(name)] = property(v);
   }
-  m->timestamp = now_ms();
+  m->timestamp = amf::flex::now_ms();
   m->time_to_live = time_to_live;
   if (time_to_live > 0) {
     m->expires = clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(time_to_live));
@@ -581,6 +578,21 @@ void messaging::unpark(const std::shared_ptr<waiter>& w) {
     if (held == w) held.reset();
     forget_if_unused(w->flex_client);
   }
+}
+
+boost::asio::awaitable<messaging::wake> messaging::waiter::wait_until(clock::time_point until) {
+  namespace net = boost::asio;
+  // Read now: once cancelled, every co_await of the coroutine throws at once.
+  const auto cancellation = co_await net::this_coro::cancellation_state;
+  if (why == wake::none) {
+    boost::system::error_code ec;  // cancelled by the broker's wake_up: not an error
+    timer.expires_at(until);
+    co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+  }
+  if (cancellation.cancelled() != net::cancellation_type::none) {
+    throw boost::system::system_error(net::error::operation_aborted);
+  }
+  co_return why.exchange(wake::none);
 }
 
 void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {

@@ -6,6 +6,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "amf/flex.hpp"
 #include "amfgate/service_settings.hpp"
 
 namespace amfgate::services {
@@ -13,12 +14,6 @@ namespace amfgate::services {
 namespace net = boost::asio;
 
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return static_cast<double>(
-      duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count());
-}
 
 net::awaitable<void> tick(messaging& m, std::string destination, std::chrono::milliseconds every,
                           std::shared_ptr<std::atomic<std::int64_t>> published) {
@@ -29,7 +24,7 @@ net::awaitable<void> tick(messaging& m, std::string destination, std::chrono::mi
     amf::document doc;
     amf::object_node* o = doc.object();
     o->dynamic.push_back({"sequence", amf::value::number(static_cast<double>(*published + 1))});
-    o->dynamic.push_back({"time", doc.date(now_ms())});
+    o->dynamic.push_back({"time", doc.date(amf::flex::now_ms())});
     m.publish(destination, amf::value::of(o));
     ++*published;
   }

@@ -71,6 +71,10 @@ value make(document& doc, const message& m);
 /// remoting messages have no small form and are built in full.
 value make_small(document& doc, const message& m);
 
+/// Now, as Flex messages carry time (timestamp) and AMF dates hold it: milliseconds since the
+/// Unix epoch, whole.
+double now_ms();
+
 /// A new random UUID in Flex's form: 36 characters, uppercase hex.
 std::string new_uuid();
 /// 16 bytes -> "8814A067-FE0D-3A9C-A274-4AAED9BD7B0B".

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
@@ -93,6 +94,11 @@ class messaging {
   /// wake it.
   struct waiter {
     explicit waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
+    /// Waits, on the timer's executor, until `until` or until the broker wakes it (at once
+    /// if it has been woken already): why, none when the time ran out. Throws
+    /// operation_aborted when the awaiting coroutine is cancelled (its client went away).
+    boost::asio::awaitable<wake> wait_until(std::chrono::steady_clock::time_point until);
+
     boost::asio::steady_timer timer;
     std::atomic<wake> why{wake::none};
     std::string flex_client, session;
