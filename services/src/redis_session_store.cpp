@@ -1,22 +1,8 @@
 #include "amfgate/services/redis_session_store.hpp"
 
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
-
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
 #include <cctype>
-#include <deque>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 namespace amfgate::services {
 
@@ -44,19 +30,6 @@ std::string glob_prefix(const std::string& prefix) {
   return out + "*";
 }
 
-// A reply, copied out of hiredis's (which it frees after the callback).
-struct redis_value {
-  int type = REDIS_REPLY_NIL;
-  std::string str;
-  std::vector<redis_value> elements;
-
-  explicit redis_value(const redisReply& r) : type(r.type) {
-    if (r.str) str.assign(r.str, r.len);
-    for (std::size_t i = 0; i < r.elements; ++i) elements.emplace_back(*r.element[i]);
-  }
-  redis_value() = default;
-};
-
 }  // namespace
 
 std::string session_to_json(const session& s) {
@@ -81,75 +54,8 @@ session session_from_json(const std::string& id, const std::string& text) {
   return s;
 }
 
-// One command on its way: what the caller awaits. Completed once, on the store's thread.
-struct redis_op {
-  virtual ~redis_op() = default;
-  /// `error` empty: `reply` is the answer.
-  virtual void complete(std::string error, redis_value reply) = 0;
-  clock::time_point sent = clock::now();
-};
-
-template <class Handler>
-struct redis_op_for final : redis_op {
-  explicit redis_op_for(Handler&& h)
-      : handler(std::move(h)), work(net::make_work_guard(net::get_associated_executor(handler))) {}
-  void complete(std::string error, redis_value reply) override {
-    auto ex = work.get_executor();
-    net::post(ex, [h = std::move(handler), w = std::move(work), error = std::move(error),
-                   reply = std::move(reply)]() mutable {
-      std::exception_ptr e;
-      if (!error.empty()) e = std::make_exception_ptr(store_unavailable(error));
-      std::move(h)(e, std::move(reply));
-    });
-  }
-  Handler handler;
-  net::executor_work_guard<net::associated_executor_t<Handler>> work;
-};
-
-// AUTH and SELECT, sent first on a new connection: an error drops the connection.
-struct setup_op final : redis_op {
-  explicit setup_op(std::function<void(const std::string&)> f) : on_error(std::move(f)) {}
-  void complete(std::string error, redis_value reply) override {
-    if (error.empty() && reply.type == REDIS_REPLY_ERROR) on_error(reply.str);
-  }
-  std::function<void(const std::string&)> on_error;
-};
-
 struct redis_session_store::impl {
-  explicit impl(redis_options o)
-      : opt(std::move(o)),
-        work(net::make_work_guard(own)),
-        strand(net::make_strand(net::any_io_executor(own.get_executor()))),
-        thread([this] { own.run(); }) {
-    watchdog.emplace(strand);
-  }
-  ~impl() {
-    if (attached) {  // the server's threads have stopped: nothing else runs
-      close(true);
-      return;
-    }
-    net::post(own, [this] { close(true); });
-    work.reset();
-    thread.join();
-  }
-
-  // Closes the connection (what is in flight fails); `for_good`: nothing is sent again.
-  void close(bool for_good) {
-    stopping = for_good;
-    watchdog->cancel();
-    if (ac) redisAsyncFree(ac);
-  }
-
-  void attach(net::any_io_executor ex) {
-    net::post(own, [this] { close(false); });  // the next command connects on `ex`
-    work.reset();
-    thread.join();
-    strand = net::make_strand(std::move(ex));
-    watchdog.emplace(strand);
-    attached = true;
-  }
-
-  std::string where() const { return "redis " + opt.host + ":" + std::to_string(opt.port); }
+  explicit impl(redis_options o) : redis(std::move(o)), opt(redis.options()) {}
 
   /// SET of a session with its expiry; `condition` NX (a new one) or XX (an existing one).
   std::vector<std::string> set(const session& s, const char* condition) const {
@@ -160,208 +66,12 @@ struct redis_session_store::impl {
             std::to_string(opt.idle_timeout.count()),
             condition};
   }
-
-  /// Sends `args`; the awaiting coroutine resumes on its own executor with the reply.
   net::awaitable<redis_value> command(std::vector<std::string> args) {
-    return net::async_initiate<const net::use_awaitable_t<>, void(std::exception_ptr, redis_value)>(
-        [this](auto handler, std::vector<std::string> a) {
-          using H = decltype(handler);
-          auto op = std::make_unique<redis_op_for<H>>(std::move(handler));
-          net::post(strand, [this, op = std::move(op), a = std::move(a)]() mutable {
-            send(std::move(op), a);
-          });
-        },
-        net::use_awaitable, std::move(args));
+    return redis.command(std::move(args));
   }
 
-  // Everything below runs on the strand.
-
-  void send(std::unique_ptr<redis_op> op, const std::vector<std::string>& args) {
-    if (down && clock::now() < retry_at) return op->complete(where() + ": " + last_error, {});
-    if (!ac) connect();
-    if (!ac) return op->complete(where() + ": " + last_error, {});
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    if (redisAsyncCommandArgv(ac, on_reply, op.get(), static_cast<int>(argv.size()), argv.data(),
-                              lengths.data()) != REDIS_OK) {
-      return op->complete(where() + ": " + (ac->errstr ? ac->errstr : "cannot send"), {});
-    }
-    op->sent = clock::now();
-    inflight.push_back(std::move(op));
-    watch();
-  }
-
-  void connect() {
-    ac = redisAsyncConnect(opt.host.c_str(), static_cast<int>(opt.port));
-    if (!ac || ac->err) {
-      const std::string why = ac ? ac->errstr : "cannot allocate a connection";
-      if (ac) redisAsyncFree(ac);
-      ac = nullptr;
-      return failed(why);
-    }
-    ac->data = this;
-    ac->ev.data = this;
-    ac->ev.addRead = [](void* p) { static_cast<impl*>(p)->want(true, true); };
-    ac->ev.delRead = [](void* p) { static_cast<impl*>(p)->want(true, false); };
-    ac->ev.addWrite = [](void* p) { static_cast<impl*>(p)->want(false, true); };
-    ac->ev.delWrite = [](void* p) { static_cast<impl*>(p)->want(false, false); };
-    ac->ev.cleanup = [](void* p) { static_cast<impl*>(p)->freed(); };
-    fd.emplace(strand, ac->c.fd);
-    redisAsyncSetConnectCallback(ac, [](const redisAsyncContext* c, int status) {
-      auto* self = static_cast<impl*>(c->data);
-      if (status != REDIS_OK) self->lost(c->errstr ? c->errstr : "cannot connect");
-    });
-    redisAsyncSetDisconnectCallback(ac, [](const redisAsyncContext* c, int status) {
-      if (status != REDIS_OK) static_cast<impl*>(c->data)->lost(c->errstr ? c->errstr : "closed");
-    });
-    connecting_since = clock::now();
-    connected = false;
-    auto setup = [this](std::vector<const char*> argv) {
-      auto op = std::make_unique<setup_op>(
-          [this, name = std::string(argv[0])](const std::string& e) { drop(name + ": " + e); });
-      redisAsyncCommandArgv(ac, on_reply, op.get(), static_cast<int>(argv.size()), argv.data(),
-                            nullptr);
-      inflight.push_back(std::move(op));
-    };
-    if (!opt.password.empty()) setup({"AUTH", opt.password.c_str()});
-    if (opt.db != 0) {
-      const std::string db = std::to_string(opt.db);
-      setup({"SELECT", db.c_str()});
-    }
-    watch();
-  }
-
-  static void on_reply(redisAsyncContext* c, void* r, void* privdata) {
-    auto* self = static_cast<impl*>(c->data);
-    auto& q = self->inflight;
-    if (q.empty() || q.front().get() != privdata) return;  // not ours (cannot happen)
-    std::unique_ptr<redis_op> op = std::move(q.front());
-    q.pop_front();
-    if (!r) return op->complete(self->where() + ": " + self->lost_reason(), {});
-    self->connected = true;
-    self->reachable();
-    const auto& reply = *static_cast<redisReply*>(r);
-    if (reply.type == REDIS_REPLY_ERROR && !dynamic_cast<setup_op*>(op.get())) {
-      return op->complete(self->where() + ": " + std::string(reply.str, reply.len), {});
-    }
-    op->complete({}, redis_value(reply));
-  }
-
-  // hiredis wants (or no longer wants) to know when the socket is readable or writable.
-  void want(bool read, bool on) {
-    (read ? want_read : want_write) = on;
-    if (!read && on && connected) return flush_soon();
-    arm(read);
-  }
-  // A connected socket is nearly always writable: the commands of this turn go out together
-  // once it ends, without a round through the reactor first; only a full socket buffer waits.
-  void flush_soon() {
-    if (flush_posted) return;
-    flush_posted = true;
-    net::post(strand, [this] {
-      flush_posted = false;
-      if (!ac || !want_write) return;
-      redisAsyncHandleWrite(ac);
-      if (ac && want_write) arm(false);
-    });
-  }
-  void arm(bool read) {
-    bool& waiting = read ? reading : writing;
-    if (waiting || !(read ? want_read : want_write) || !fd) return;
-    waiting = true;
-    fd->async_wait(
-        read ? net::posix::stream_descriptor::wait_read : net::posix::stream_descriptor::wait_write,
-        [this, read](boost::system::error_code ec) {
-          (read ? reading : writing) = false;
-          if (ec || !ac) return;
-          if (read) {
-            redisAsyncHandleRead(ac);
-          } else {
-            redisAsyncHandleWrite(ac);
-          }
-          if (ac) arm(read);
-        });
-  }
-
-  // hiredis frees the context: its socket is hiredis's to close, not ours.
-  void freed() {
-    if (fd) {
-      fd->release();
-      fd.reset();
-    }
-    ac = nullptr;
-    reading = writing = want_read = want_write = false;
-  }
-
-  // The connection broke. In-flight commands have been (or are being) failed by hiredis.
-  // Closed while nothing was asked of it (Redis restarted, or its idle timeout): no outage,
-  // the next command connects again.
-  void lost(const std::string& why) {
-    lost_why = why;
-    if (!inflight.empty() || !connected) failed(why);
-  }
-  std::string lost_reason() const { return lost_why.empty() ? "connection lost" : lost_why; }
-
-  // Drops the connection now (a timeout, a refused AUTH): what is in flight fails.
-  void drop(const std::string& why) {
-    if (!ac) return;
-    lost_why = why;
-    failed(why);
-    redisAsyncFree(ac);  // deferred by hiredis when called from within its callback
-  }
-
-  void failed(const std::string& why) {
-    last_error = why;
-    retry_at = clock::now() + std::chrono::seconds(1);
-    if (!down && opt.on_state_change) opt.on_state_change(false, where() + ": " + why);
-    down = true;
-  }
-  void reachable() {
-    lost_why.clear();
-    if (down && opt.on_state_change) opt.on_state_change(true, where());
-    down = false;
-  }
-
-  // Connect and command timeouts: one timer, armed while anything is awaited.
-  void watch() {
-    if (watching || stopping) return;
-    watching = true;
-    watchdog->expires_after(std::min(opt.connect_timeout, opt.command_timeout) / 4 +
-                            std::chrono::milliseconds(1));
-    watchdog->async_wait([this](boost::system::error_code ec) {
-      watching = false;
-      if (ec || !ac) return;
-      const auto now = clock::now();
-      if (!connected && now - connecting_since > opt.connect_timeout) {
-        return drop("no connection within " + std::to_string(opt.connect_timeout.count()) + " ms");
-      }
-      if (!inflight.empty() && now - inflight.front()->sent > opt.command_timeout) {
-        return drop("no reply within " + std::to_string(opt.command_timeout.count()) + " ms");
-      }
-      if (!inflight.empty() || !connected) watch();
-    });
-  }
-
-  redis_options opt;
-  net::io_context own;  ///< the store's own thread's, until `attach`
-  net::executor_work_guard<net::io_context::executor_type> work;
-  net::strand<net::any_io_executor> strand;  ///< where all of the below is used
-  std::optional<net::steady_timer> watchdog;
-  bool attached = false;
-  redisAsyncContext* ac = nullptr;
-  std::optional<net::posix::stream_descriptor> fd;
-  bool reading = false, writing = false, want_read = false, want_write = false;
-  bool connected = false, watching = false, stopping = false, flush_posted = false;
-  clock::time_point connecting_since;
-  std::deque<std::unique_ptr<redis_op>> inflight;  // in the order sent: Redis answers so
-  bool down = false;
-  std::string last_error, lost_why;
-  clock::time_point retry_at;
-  std::thread thread;  // last: starts once the rest is made
+  redis_client redis;
+  const redis_options& opt;
 };
 
 redis_session_store::redis_session_store(redis_options options)
@@ -370,7 +80,7 @@ redis_session_store::redis_session_store(redis_options options)
 redis_session_store::~redis_session_store() = default;
 
 std::string redis_session_store::where() const {
-  return impl_->where();
+  return impl_->redis.where();
 }
 
 net::awaitable<std::optional<session>> redis_session_store::async_find(std::string id) {
@@ -379,7 +89,7 @@ net::awaitable<std::optional<session>> redis_session_store::async_find(std::stri
   std::vector<std::string> args{"GETEX", impl_->opt.key_prefix + id, "PX",
                                 std::to_string(impl_->opt.idle_timeout.count())};
   const auto r = co_await impl_->command(std::move(args));
-  if (r.type != REDIS_REPLY_STRING) co_return std::nullopt;
+  if (r.type != redis_value::kind::string) co_return std::nullopt;
   try {
     co_return session_from_json(id, r.str);
   } catch (const nlohmann::json::exception&) {
@@ -411,7 +121,7 @@ net::awaitable<std::size_t> redis_session_store::async_size() {
     std::vector<std::string> args{"SCAN",  cursor, "MATCH", glob_prefix(impl_->opt.key_prefix),
                                   "COUNT", "1000"};
     const auto r = co_await impl_->command(std::move(args));
-    if (r.type != REDIS_REPLY_ARRAY || r.elements.size() != 2) {
+    if (r.type != redis_value::kind::array || r.elements.size() != 2) {
       throw store_unavailable(where() + ": unexpected SCAN reply");
     }
     cursor = r.elements[0].str;
@@ -421,34 +131,27 @@ net::awaitable<std::size_t> redis_session_store::async_size() {
 }
 
 void redis_session_store::attach(boost::asio::any_io_executor executor) {
-  impl_->attach(std::move(executor));
+  impl_->redis.attach(std::move(executor));
 }
 
-// The synchronous calls run the asynchronous ones on the store's strand and wait.
-namespace {
-template <class T>
-T wait_for(const net::strand<net::any_io_executor>& strand, net::awaitable<T> a) {
-  return net::co_spawn(strand, std::move(a), net::use_future).get();
-}
-}  // namespace
-
+// The synchronous calls run the asynchronous ones on the client's strand and wait.
 std::optional<session> redis_session_store::find(const std::string& id) {
-  return wait_for(impl_->strand, async_find(id));
+  return impl_->redis.wait(async_find(id));
 }
 session redis_session_store::create() {
-  return wait_for(impl_->strand, async_create());
+  return impl_->redis.wait(async_create());
 }
 void redis_session_store::save(const session& s) {
-  wait_for(impl_->strand, async_save(s));
+  impl_->redis.wait(async_save(s));
 }
 void redis_session_store::remove(const std::string& id) {
-  wait_for(impl_->strand, async_remove(id));
+  impl_->redis.wait(async_remove(id));
 }
 std::size_t redis_session_store::size() {
-  return wait_for(impl_->strand, async_size());
+  return impl_->redis.wait(async_size());
 }
 void redis_session_store::ping() {
-  wait_for(impl_->strand, [](impl& i) -> net::awaitable<void> {
+  impl_->redis.wait([](impl& i) -> net::awaitable<void> {
     std::vector<std::string> args{"PING"};
     co_await i.command(std::move(args));
   }(*impl_));

@@ -2,16 +2,9 @@
 // instance is honoured by the others, and a logout anywhere ends it everywhere.
 //
 // Each session is one key, `<prefix><id>`, holding JSON, with an expiry equal to the idle
-// timeout that every use renews (GETEX). The client is hiredis's asynchronous context driven
-// by Asio on a thread of the store's own: one connection, commands pipelined on it, replies
-// handed back to the awaiting coroutine's executor, so no thread ever waits for Redis. The
-// daemon then moves the store onto its own I/O threads (`attach`), so that a command costs
-// no hop to another thread and back. A
-// connect or command timeout drops the connection (its commands fail); when Redis cannot be
-// reached every call throws `store_unavailable`, and for a second after a failure calls fail
-// at once instead of each waiting for its own timeout. A connection that Redis closes while
-// idle (a restart) is simply made again by the next command. The synchronous calls (tests,
-// tools, the check at start) run the same commands and wait for them.
+// timeout that every use renews (GETEX), on one `redis_client` connection. When Redis cannot
+// be reached every call throws `store_unavailable`. The synchronous calls (tests, tools, the
+// check at start) run the same commands and wait for them.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -21,22 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "amfgate/services/redis_client.hpp"
 #include "amfgate/services/session.hpp"
 
 namespace amfgate::services {
-
-struct redis_options {
-  std::string host = "127.0.0.1";
-  unsigned port = 6379;
-  std::string password;
-  unsigned db = 0;
-  std::string key_prefix = "amfgate:session:";
-  std::chrono::milliseconds connect_timeout{500};
-  std::chrono::milliseconds command_timeout{500};
-  std::chrono::milliseconds idle_timeout{30 * 60'000};  ///< the keys' expiry
-  /// Told when Redis goes from reachable to not (false, with the reason) and back (true).
-  std::function<void(bool reachable, const std::string& detail)> on_state_change;
-};
 
 class redis_session_store : public session_store {
  public:
