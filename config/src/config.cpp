@@ -203,6 +203,7 @@ void messaging(walker& w, const json& v, const std::string& p, messaging_setting
        {"max_subscriptions", w.integer(m.max_subscriptions, 1, 100'000'000)},
        {"max_subscriptions_per_client", w.integer(m.max_subscriptions_per_client, 1, 1'000'000)},
        {"client_idle_timeout_ms", w.millis(m.client_idle_timeout)},
+       {"redis_key_prefix", w.string(m.redis_key_prefix)},
        {"destinations", [&](const json& d, const std::string& dp) {
           if (!d.is_object()) return w.fail(dp, "an object of \"name\": destination", d);
           for (const auto& [name, section] : d.items()) {
@@ -237,6 +238,7 @@ json messaging_json(const messaging_settings& m) {
           {"max_subscriptions", m.max_subscriptions},
           {"max_subscriptions_per_client", m.max_subscriptions_per_client},
           {"client_idle_timeout_ms", m.client_idle_timeout.count()},
+          {"redis_key_prefix", m.redis_key_prefix},
           {"destinations", destinations}};
 }
 

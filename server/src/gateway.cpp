@@ -557,7 +557,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
           break;
         case amf::flex::kind::async:
           flex_client(*in);  // 10030 without a DSId, as BlazeDS
-          services_.messaging().send(*in, rq->user ? &*rq->user : nullptr);
+          co_await services_.messaging().send(*in, rq->user ? &*rq->user : nullptr);
           break;
         default:
           throw fault("Client.Message.Encoding",
@@ -595,11 +595,15 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
     case op::subscribe:
     case op::unsubscribe:
     case op::multi_subscribe:
-      subscription(*rq, in, ack);
+      co_await subscription(rq, in, ack);
       co_return amf::value::null();
     case op::disconnect: {
       const amf::value dsid = in.header("DSId");
-      if (dsid.kind() == amf::type::string) services_.messaging().disconnect(dsid.as_string());
+      if (dsid.kind() == amf::type::string) {
+        std::string client(dsid.as_string());
+        services_.messaging().disconnect(client);
+        co_await services_.messaging().save(std::move(client));
+      }
       co_return amf::value::null();
     }
     case op::client_sync:
@@ -641,11 +645,13 @@ std::vector<std::string> header_strings(const amf::flex::message& m, std::string
 
 }  // namespace
 
-void gateway::subscription(request& rq, const amf::flex::message& in, amf::flex::message& ack) {
+net::awaitable<void> gateway::subscription(request_ptr rq, const amf::flex::message& in,
+                                           amf::flex::message& ack) {
   using op = amf::flex::operation;
   auto& m = services_.messaging();
   const std::string client = flex_client(in);
-  const services::principal* user = rq.user ? &*rq.user : nullptr;
+  const services::principal* user = rq->user ? &*rq->user : nullptr;
+  co_await m.load(client);  // shared: what other instances did to them
   const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
   switch (static_cast<op>(in.command)) {
     case op::subscribe:
@@ -659,6 +665,7 @@ void gateway::subscription(request& rq, const amf::flex::message& in, amf::flex:
       m.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
                         header_strings(in, "DSRemSub"), user);
   }
+  co_await m.save(client);
 }
 
 net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::message& in,
@@ -681,7 +688,8 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
     small = false;
   };
   using wake = services::messaging::wake;
-  services::messaging::batch b = m.poll(client, general ? "" : in.client_id.as_string());
+  std::string subscription_id(general ? "" : in.client_id.as_string());
+  services::messaging::batch b = co_await m.async_poll(client, std::move(subscription_id));
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
   // the limits).
@@ -713,7 +721,8 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
           released = true;
           break;
         }
-        b = m.poll(client);
+        std::string all;  // a general poll: every subscription
+        b = co_await m.async_poll(client, std::move(all));
         if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;

@@ -14,6 +14,7 @@
 #include "amfgate/server/gateway.hpp"
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
+#include "amfgate/services/redis_messaging.hpp"
 #include "amfgate/services/redis_session_store.hpp"
 #include "amfgate/services/ticker.hpp"
 #include "log_sink.hpp"
@@ -69,15 +70,7 @@ std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make
   return {log, access};
 }
 
-// The session store of the settings. A Redis store checks its server, then moves onto the
-// I/O threads of `io` (it is then destroyed before them).
-std::unique_ptr<amfgate::services::session_store> make_session_store(
-    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log,
-    boost::asio::any_io_executor io) {
-  if (s.store == "memory") {
-    return std::make_unique<amfgate::services::memory_session_store>(s.max_sessions,
-                                                                     s.idle_timeout);
-  }
+amfgate::services::redis_options redis_options_of(const amfgate::config::session_settings& s) {
   amfgate::services::redis_options o;
   o.host = s.redis.host;
   o.port = s.redis.port;
@@ -87,6 +80,19 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   o.connect_timeout = s.redis.connect_timeout;
   o.command_timeout = s.redis.command_timeout;
   o.idle_timeout = s.idle_timeout;
+  return o;
+}
+
+// The session store of the settings. A Redis store checks its server, then moves onto the
+// I/O threads of `io` (it is then destroyed before them).
+std::unique_ptr<amfgate::services::session_store> make_session_store(
+    const amfgate::config::session_settings& s, const std::shared_ptr<spdlog::logger>& log,
+    boost::asio::any_io_executor io) {
+  if (s.store == "memory") {
+    return std::make_unique<amfgate::services::memory_session_store>(s.max_sessions,
+                                                                     s.idle_timeout);
+  }
+  auto o = redis_options_of(s);
   o.on_state_change = [log](bool reachable, const std::string& detail) {
     if (reachable) {
       log->info("session store reachable again: {}", detail);
@@ -106,6 +112,24 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   }
   store->attach(std::move(io));
   return store;
+}
+
+// With sessions in Redis, messaging is shared there too: every instance serves every poll.
+// None (memory) otherwise. It must be destroyed before the I/O threads it runs on.
+std::unique_ptr<amfgate::services::redis_messaging> make_messaging_share(
+    const amfgate::config::gateway_config& cfg, const std::shared_ptr<spdlog::logger>& log) {
+  if (cfg.sessions.store != "redis") return nullptr;
+  auto share = std::make_unique<amfgate::services::redis_messaging>(
+      redis_options_of(cfg.sessions), cfg.messaging, cfg.messaging.redis_key_prefix,
+      [log](const std::string& what) { log->warn("{}", what); });
+  log->info("messaging shared in redis {}:{} under the prefix \"{}\"", cfg.sessions.redis.host,
+            cfg.sessions.redis.port, cfg.messaging.redis_key_prefix);
+  try {
+    share->ping();
+  } catch (const amfgate::services::store_unavailable&) {
+    // logged by the connection; polls fault until Redis answers
+  }
+  return share;
 }
 
 // GET /healthz from the daemon that these settings run (on loopback when it listens on all
@@ -222,6 +246,12 @@ int run(int argc, char** argv, const setup& bind_services) {
     amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
     amfgate::server::router routes(cfg, gw, services, stats, sessions, server.workers(), log);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
+    const auto share = make_messaging_share(cfg, log);
+    struct unshare {
+      amfgate::services::messaging& m;
+      ~unshare() { m.share(nullptr); }
+    } unshared_at_exit{services.messaging()};
+    services.messaging().share(share.get());
     services.messaging().start(server.executor());
     status = server.run(routes);
   } catch (const std::exception& e) {

@@ -70,25 +70,13 @@ net::awaitable<std::string> message_stream::next() {
     append_message(out, amf::flex::make(doc, ack));
     co_return out;
   }
-  // What waits for the client, appended to `out` as frames.
-  const auto read = [&] {
-    services::messaging::batch b;
-    try {
-      b = messaging_.poll(waiter_->flex_client);
-    } catch (const services::fault&) {
-      // No subscriptions yet: a stream opens when its channel connects, before them.
-    }
-    for (const auto& d : b.messages) {
-      append_message(out, services::messaging::message_for(doc, d));
-    }
-  };
   for (;;) {
-    read();
+    co_await read(out, doc);
     if (!out.empty()) co_return out;
     const wake why = co_await waiter_->wait_until(std::chrono::steady_clock::now() + heartbeat_);
     switch (why) {
       case wake::drained: {  // the server closes: what is left, then DISCONNECT, no reconnect
-        read();
+        co_await read(out, doc);
         amf::flex::message bye;
         bye.kind = amf::flex::kind::command;
         bye.command = static_cast<std::int32_t>(amf::flex::operation::disconnect);
@@ -105,6 +93,20 @@ net::awaitable<std::string> message_stream::next() {
       case wake::none:
         co_return std::string(1, '\0');  // silence: a heartbeat
     }
+  }
+}
+
+net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) {
+  services::messaging::batch b;
+  try {
+    std::string client = waiter_->flex_client, all;
+    b = co_await messaging_.async_poll(std::move(client), std::move(all));
+  } catch (const services::fault&) {
+    // No subscriptions yet (a stream opens when its channel connects, before them), or the
+    // share cannot be reached for now: the next wake or heartbeat reads again.
+  }
+  for (const auto& d : b.messages) {
+    append_message(out, services::messaging::message_for(doc, d));
   }
 }
 

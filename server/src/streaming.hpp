@@ -29,6 +29,9 @@ class message_stream : public body_stream {
   boost::asio::awaitable<std::string> next() override;
 
  private:
+  /// What waits for the client, appended to `out` as frames.
+  boost::asio::awaitable<void> read(std::string& out, amf::document& doc);
+
   services::messaging& messaging_;
   std::shared_ptr<services::messaging::waiter> waiter_;
   std::string stream_id_;

@@ -12,6 +12,7 @@
 #include "amf/encode.hpp"
 #include "amf/flex.hpp"
 #include "amfgate/services/quote.hpp"
+#include "amfgate/services/session.hpp"
 
 namespace amfgate::services {
 
@@ -163,6 +164,19 @@ void messaging::check(const std::optional<config::access_rule>& rule, const prin
 
 namespace {
 
+// The selector properties of a message: its headers.
+void read_properties(messaging::stored& m, const amf::value& headers) {
+  if (const amf::object_node* h = headers.as_object()) {
+    for (const auto& [name, v] : h->dynamic) m.properties[std::string(name)] = property(v);
+  }
+}
+
+void set_expiry(messaging::stored& m) {
+  if (m.time_to_live <= 0) return;
+  const double left = m.timestamp + m.time_to_live - amf::flex::now_ms();
+  m.expires = clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(left));
+}
+
 // A message as a destination keeps it: the body and headers as AMF3, the headers a selector
 // reads, the expiry.
 std::shared_ptr<messaging::stored> store(std::string_view destination, const amf::value& body,
@@ -172,14 +186,18 @@ std::shared_ptr<messaging::stored> store(std::string_view destination, const amf
   amf::encode_amf3(body, m->body);
   if (const amf::object_node* h = headers.as_object(); h && !h->dynamic.empty()) {
     amf::encode_amf3(headers, m->headers);
-    for (const auto& [name, v] : h->dynamic) m->properties[std::string(name)] = property(v);
+    read_properties(*m, headers);
   }
   m->timestamp = amf::flex::now_ms();
   m->time_to_live = time_to_live;
-  if (time_to_live > 0) {
-    m->expires = clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(time_to_live));
-  }
+  set_expiry(*m);
   return m;
+}
+
+fault unavailable(const store_unavailable& e) {
+  return fault("Server.Messaging.Unavailable",
+               std::string("messaging is shared through a store that cannot be reached: ") +
+                   e.what());
 }
 
 }  // namespace
@@ -196,11 +214,13 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
                  d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count()) : 0.0);
   m->message_id = amf::flex::new_uuid();
   m->subtopic = subtopic;
+  if (share_) return share_->post(std::move(m));  // comes back through `mirror`
   const std::lock_guard lock(mutex_);
   append(d, std::move(m));
 }
 
-void messaging::send(const amf::flex::message& in, const principal* user) {
+boost::asio::awaitable<void> messaging::send(const amf::flex::message& in,
+                                             const principal* user) {
   destination& d = find(in.destination);
   check(d.cfg.send, user, "send to", d.name);
   amf::document doc;
@@ -228,8 +248,60 @@ void messaging::send(const amf::flex::message& in, const principal* user) {
   m->message_id = in.message_id.empty() ? amf::flex::new_uuid() : std::string(in.message_id);
   if (in.timestamp > 0) m->timestamp = in.timestamp;
   m->subtopic = std::move(subtopic);
+  if (share_) {
+    try {
+      co_await share_->append(std::move(m));  // comes back through `mirror`
+    } catch (const store_unavailable& e) {
+      throw unavailable(e);
+    }
+    co_return;
+  }
   const std::lock_guard lock(mutex_);
   append(d, std::move(m));
+}
+
+std::shared_ptr<messaging::stored> messaging::restore(std::string destination,
+                                                      std::uint64_t index, std::string message_id,
+                                                      std::string subtopic, std::string body,
+                                                      std::string headers, double timestamp,
+                                                      double time_to_live) {
+  auto m = std::make_shared<stored>();
+  m->destination = std::move(destination);
+  m->index = index;
+  m->message_id = std::move(message_id);
+  m->subtopic = std::move(subtopic);
+  m->body = std::move(body);
+  m->headers = std::move(headers);
+  if (!m->headers.empty()) {
+    amf::document doc;
+    read_properties(*m, amf::decode_amf3(amf::as_bytes(m->headers), doc));
+  }
+  m->timestamp = timestamp;
+  m->time_to_live = time_to_live;
+  set_expiry(*m);
+  return m;
+}
+
+void messaging::mirror(std::shared_ptr<stored> m) {
+  const auto it = destinations_.find(m->destination);
+  if (it == destinations_.end()) return;  // a destination configured elsewhere only
+  destination& d = *it->second;
+  const std::lock_guard lock(mutex_);
+  if (m->index < d.next_index) return;  // had it
+  d.next_index = m->index;  // past what retention trimmed before it was read
+  append(d, std::move(m));
+}
+
+void messaging::changed(std::string_view client_id) {
+  const std::lock_guard lock(mutex_);
+  const auto c = clients_.find(client_id);
+  if (c == clients_.end()) return;
+  if (c->second.parked) wake_up(c->second.parked, wake::message);
+  if (c->second.stream) wake_up(c->second.stream, wake::message);
+}
+
+void messaging::share(messaging_share* share) {
+  share_ = share;
 }
 
 void messaging::append(destination& d, std::shared_ptr<stored> m) {
@@ -319,14 +391,7 @@ void messaging::add_filter(std::string_view client_id, std::string_view subscrip
                   "this client holds messaging.max_subscriptions_per_client (" +
                       std::to_string(cfg_.max_subscriptions_per_client) + ") subscriptions");
     }
-    subscription s;
-    s.id = subscription_id;
-    s.client = client_id;
-    s.destination = d.name;
-    s.cursor = d.next_index;  // from now on: what was published before is not for it
-    it = subscriptions_.emplace(s.id, std::move(s)).first;
-    c.subscriptions.push_back(it->second.id);
-    d.subscribers.insert(it->second.id);
+    it = subscriptions_.find(new_subscription(c, client_id, subscription_id, d).id);
   } else {
     touch(client_id);
   }
@@ -343,6 +408,20 @@ void messaging::add_filter(std::string_view client_id, std::string_view subscrip
     if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
   }
   s.filters.push_back({std::move(subtopic), selector(selector_text)});
+}
+
+messaging::subscription& messaging::new_subscription(client& c, std::string_view client_id,
+                                                     std::string_view subscription_id,
+                                                     destination& d) {
+  subscription s;
+  s.id = subscription_id;
+  s.client = client_id;
+  s.destination = d.name;
+  s.cursor = d.next_index;  // from now on: what was published before is not for it
+  auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
+  c.subscriptions.push_back(kept.id);
+  d.subscribers.insert(kept.id);
+  return kept;
 }
 
 void messaging::unsubscribe(std::string_view client_id, std::string_view subscription_id,
@@ -466,6 +545,10 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
       out.lost[s.id] = first - s.cursor;
       s.cursor = first;
     }
+    if (s.cursor >= d.next_index) {  // read to the end (or, shared, ahead of this mirror)
+      read.push_back({&s, s.cursor});
+      continue;
+    }
     std::size_t taken = 0;
     std::uint64_t end = s.cursor;
     for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - first);
@@ -493,6 +576,95 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   }
   for (const auto& m : out.messages)
     ++destinations_.find(m.message->destination)->second->delivered;
+  return out;
+}
+
+boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string client_id,
+                                                               std::string subscription_id) {
+  if (!share_) co_return poll(client_id, subscription_id);
+  co_await load(client_id);
+  batch b = poll(client_id, subscription_id);
+  if (b.messages.empty() && b.lost.empty()) co_return b;
+  std::vector<std::pair<std::string, std::uint64_t>> cursors;
+  for (auto& s : shared_state(client_id)) cursors.emplace_back(std::move(s.id), s.cursor);
+  try {
+    co_await share_->advance(std::move(client_id), std::move(cursors));
+  } catch (const store_unavailable& e) {
+    throw unavailable(e);  // not delivered: read again by the next poll
+  }
+  co_return b;
+}
+
+boost::asio::awaitable<void> messaging::load(std::string client_id) {
+  if (!share_) co_return;
+  std::vector<shared_subscription> subs;
+  try {
+    subs = co_await share_->load(client_id);
+  } catch (const store_unavailable& e) {
+    throw unavailable(e);
+  }
+  const std::lock_guard lock(mutex_);
+  adopt(client_id, subs);
+}
+
+boost::asio::awaitable<void> messaging::save(std::string client_id) {
+  if (!share_) co_return;
+  auto subs = shared_state(client_id);
+  try {
+    co_await share_->save(std::move(client_id), std::move(subs));
+  } catch (const store_unavailable& e) {
+    throw unavailable(e);
+  }
+}
+
+void messaging::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs) {
+  if (const auto c = clients_.find(client_id); c != clients_.end()) {
+    for (const auto& id : std::vector(c->second.subscriptions)) {  // ended elsewhere
+      if (std::none_of(subs.begin(), subs.end(), [&](const auto& s) { return s.id == id; })) {
+        remove_subscription(id);
+      }
+    }
+  }
+  for (const auto& shared : subs) {
+    const auto d = destinations_.find(shared.destination);
+    if (d == destinations_.end()) continue;  // configured on another instance only
+    auto it = subscriptions_.find(shared.id);
+    if (it == subscriptions_.end()) {
+      it = subscriptions_.find(new_subscription(touch(client_id), client_id, shared.id, *d->second).id);
+    }
+    subscription& s = it->second;
+    if (s.client != client_id || s.destination != shared.destination) continue;
+    s.cursor = shared.cursor;
+    const bool same = std::equal(
+        s.filters.begin(), s.filters.end(), shared.filters.begin(), shared.filters.end(),
+        [](const filter& f, const auto& g) { return f.subtopic == g.first && f.sel.text() == g.second; });
+    if (same) continue;
+    s.filters.clear();
+    for (const auto& [subtopic, text] : shared.filters) {
+      try {
+        s.filters.push_back({subtopic, selector(text)});
+      } catch (const selector_error&) {
+        // checked where it was subscribed: a selector another version refuses is left out
+      }
+    }
+  }
+  forget_if_unused(client_id);
+}
+
+std::vector<messaging::shared_subscription> messaging::shared_state(
+    std::string_view client_id) const {
+  const std::lock_guard lock(mutex_);
+  std::vector<shared_subscription> out;
+  const auto c = clients_.find(client_id);
+  if (c == clients_.end()) return out;
+  for (const auto& id : c->second.subscriptions) {
+    const subscription& s = subscriptions_.find(id)->second;
+    shared_subscription& o = out.emplace_back();
+    o.id = s.id;
+    o.destination = s.destination;
+    o.cursor = s.cursor;
+    for (const auto& f : s.filters) o.filters.emplace_back(f.subtopic, f.sel.text());
+  }
   return out;
 }
 
@@ -629,6 +801,7 @@ void messaging::start(boost::asio::any_io_executor executor) {
     executor_ = executor;
     tasks.swap(start_tasks_);
   }
+  if (share_) share_->start(executor, *this);
   for (auto& t : tasks) t(executor);
 }
 

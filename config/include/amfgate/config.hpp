@@ -184,6 +184,9 @@ struct messaging_settings {
   std::size_t max_subscriptions_per_client = 100;  ///< per FlexClient (DSId)
   /// A FlexClient that does not poll for this long loses its subscriptions.
   milliseconds client_idle_timeout{30 * 60'000};
+  /// With sessions.store "redis", the destinations' logs and the subscriptions are kept in
+  /// that Redis under this prefix, shared by every instance.
+  std::string redis_key_prefix = "amfgate:messaging:";
   std::map<std::string, destination_settings> destinations;
 };
 

@@ -87,7 +87,8 @@ class gateway {
   boost::asio::awaitable<amf::value> flex_poll(request_ptr rq, const amf::flex::message& in,
                                                amf::flex::message& reply, bool& small);
   /// SUBSCRIBE, UNSUBSCRIBE and MULTI_SUBSCRIBE.
-  void subscription(request& rq, const amf::flex::message& in, amf::flex::message& ack);
+  boost::asio::awaitable<void> subscription(request_ptr rq, const amf::flex::message& in,
+                                            amf::flex::message& ack);
   /// The FlexClient id (DSId) that messaging needs; fault 10030 without one.
   static std::string flex_client(const amf::flex::message& in);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);

@@ -16,6 +16,11 @@
 //   m.publish("prices", doc.string("IBM 142.10"), "stocks.ibm", {{"symbol", doc.string("IBM")}});
 //
 // Everything here is thread-safe.
+//
+// Several instances share destinations and subscriptions through a `messaging_share` (Redis:
+// redis_messaging.hpp): a destination's log is then the shared one, which every instance
+// mirrors, and a FlexClient's subscriptions with their cursors live in the share, read before
+// and written after each exchange, so that any instance can serve any poll.
 #pragma once
 
 #include <atomic>
@@ -55,6 +60,8 @@ void check_subtopic(const config::destination_settings& d, std::string_view subt
 /// not `a`).
 bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
                       std::string_view separator);
+
+class messaging_share;
 
 class messaging {
  public:
@@ -106,6 +113,13 @@ class messaging {
     bool counted = false;  ///< in the held counts (guarded by the broker's mutex)
   };
 
+  /// A subscription as instances share it.
+  struct shared_subscription {
+    std::string id, destination;
+    std::vector<std::pair<std::string, std::string>> filters;  ///< subtopic, selector
+    std::uint64_t cursor = 0;
+  };
+
   struct destination_stats {
     std::string name;
     std::uint64_t published = 0, delivered = 0, dropped = 0;  ///< dropped: by retention, unread
@@ -136,9 +150,12 @@ class messaging {
 
   // --- for the daemon and the gateway ---
 
+  /// Shares destinations and subscriptions with other instances through `share`, which
+  /// outlives its use here (null: no more). Before `start`.
+  void share(messaging_share* share);
   void start(boost::asio::any_io_executor executor);
   /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
-  void send(const amf::flex::message& m, const principal* user);
+  boost::asio::awaitable<void> send(const amf::flex::message& m, const principal* user);
   /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`.
   void subscribe(std::string_view client, std::string_view subscription,
                  std::string_view destination, std::string_view subtopic,
@@ -155,6 +172,25 @@ class messaging {
   /// What waits for `client`: all its subscriptions (a general poll), or `subscription` only
   /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
   batch poll(std::string_view client, std::string_view subscription = {});
+  /// `poll`, shared: reads the client's subscriptions from the share first, and writes the
+  /// cursors it moved back before it returns.
+  boost::asio::awaitable<batch> async_poll(std::string client, std::string subscription);
+  /// Shared: reads the subscriptions of `client` from the share, before a change to them.
+  boost::asio::awaitable<void> load(std::string client);
+  /// Shared: writes the subscriptions of `client` to the share, after a change to them.
+  boost::asio::awaitable<void> save(std::string client);
+  /// From the share: the next message of a destination's shared log.
+  void mirror(std::shared_ptr<stored> m);
+  /// From the share: the subscriptions of `client` changed on another instance; what it
+  /// holds open here reads them again.
+  void changed(std::string_view client);
+  /// A message read back from where it was kept (a shared log): its selector properties
+  /// and expiry restored.
+  static std::shared_ptr<stored> restore(std::string destination, std::uint64_t index,
+                                         std::string message_id, std::string subtopic,
+                                         std::string body, std::string headers, double timestamp,
+                                         double time_to_live);
+
   /// Registers a parked poll for `client`: a poll it parked before returns (`replaced`).
   /// Null when the limits (max_parked, max_held_per_session) leave no room, or draining.
   std::shared_ptr<waiter> park(std::string_view client, std::string_view session,
@@ -198,6 +234,10 @@ class messaging {
   bool selects(const subscription& s, const stored& m) const;
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string subtopic, std::string_view selector_text);
+  subscription& new_subscription(client& c, std::string_view client_id,
+                                 std::string_view subscription_id, destination& d);
+  void adopt(std::string_view client, const std::vector<shared_subscription>& subs);
+  std::vector<shared_subscription> shared_state(std::string_view client) const;
   void remove_subscription(const std::string& id);
   void forget_if_unused(std::string_view client);
   client& touch(std::string_view client);
@@ -222,6 +262,31 @@ class messaging {
   std::chrono::steady_clock::time_point next_sweep_;
   std::vector<std::function<void(boost::asio::any_io_executor)>> start_tasks_;
   std::optional<boost::asio::any_io_executor> executor_;
+  messaging_share* share_ = nullptr;
+};
+
+/// Where several instances share destinations and subscriptions. Calls throw
+/// store_unavailable when it cannot be reached.
+class messaging_share {
+ public:
+  virtual ~messaging_share() = default;
+  /// Reads every destination's shared log into `m` (messaging::mirror), from what is kept,
+  /// and the notices of subscriptions changed elsewhere (messaging::changed), on `ex`.
+  virtual void start(boost::asio::any_io_executor ex, messaging& m) = 0;
+  /// Appends `m` to its destination's shared log, which numbers it.
+  virtual boost::asio::awaitable<void> append(std::shared_ptr<const messaging::stored> m) = 0;
+  /// `append` from any thread, without waiting; the messages keep the order given.
+  virtual void post(std::shared_ptr<const messaging::stored> m) = 0;
+  /// The subscriptions of `client` (and its idle expiry renewed).
+  virtual boost::asio::awaitable<std::vector<messaging::shared_subscription>> load(
+      std::string client) = 0;
+  /// Replaces the subscriptions of `client` (a kept one keeps its cursor) and tells the
+  /// other instances.
+  virtual boost::asio::awaitable<void> save(std::string client,
+                                            std::vector<messaging::shared_subscription> subs) = 0;
+  /// Moves the cursors of subscriptions of `client` that still exist forward, never back.
+  virtual boost::asio::awaitable<void> advance(
+      std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) = 0;
 };
 
 }  // namespace amfgate::services
