@@ -195,9 +195,9 @@ std::shared_ptr<messaging::stored> store(std::string_view destination, const amf
 }
 
 fault unavailable(const store_unavailable& e) {
-  return fault("Server.Messaging.Unavailable",
-               std::string("messaging is shared through a store that cannot be reached: ") +
-                   e.what());
+  return fault(
+      "Server.Messaging.Unavailable",
+      std::string("messaging is shared through a store that cannot be reached: ") + e.what());
 }
 
 }  // namespace
@@ -219,8 +219,7 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
   append(d, std::move(m));
 }
 
-boost::asio::awaitable<void> messaging::send(const amf::flex::message& in,
-                                             const principal* user) {
+boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const principal* user) {
   destination& d = find(in.destination);
   check(d.cfg.send, user, "send to", d.name);
   amf::document doc;
@@ -260,11 +259,10 @@ boost::asio::awaitable<void> messaging::send(const amf::flex::message& in,
   append(d, std::move(m));
 }
 
-std::shared_ptr<messaging::stored> messaging::restore(std::string destination,
-                                                      std::uint64_t index, std::string message_id,
-                                                      std::string subtopic, std::string body,
-                                                      std::string headers, double timestamp,
-                                                      double time_to_live) {
+std::shared_ptr<messaging::stored> messaging::restore(std::string destination, std::uint64_t index,
+                                                      std::string message_id, std::string subtopic,
+                                                      std::string body, std::string headers,
+                                                      double timestamp, double time_to_live) {
   auto m = std::make_shared<stored>();
   m->destination = std::move(destination);
   m->index = index;
@@ -288,7 +286,7 @@ void messaging::mirror(std::shared_ptr<stored> m) {
   destination& d = *it->second;
   const std::lock_guard lock(mutex_);
   if (m->index < d.next_index) return;  // had it
-  d.next_index = m->index;  // past what retention trimmed before it was read
+  d.next_index = m->index;              // past what retention trimmed before it was read
   append(d, std::move(m));
 }
 
@@ -630,14 +628,16 @@ void messaging::adopt(std::string_view client_id, const std::vector<shared_subsc
     if (d == destinations_.end()) continue;  // configured on another instance only
     auto it = subscriptions_.find(shared.id);
     if (it == subscriptions_.end()) {
-      it = subscriptions_.find(new_subscription(touch(client_id), client_id, shared.id, *d->second).id);
+      it = subscriptions_.find(
+          new_subscription(touch(client_id), client_id, shared.id, *d->second).id);
     }
     subscription& s = it->second;
     if (s.client != client_id || s.destination != shared.destination) continue;
     s.cursor = shared.cursor;
-    const bool same = std::equal(
-        s.filters.begin(), s.filters.end(), shared.filters.begin(), shared.filters.end(),
-        [](const filter& f, const auto& g) { return f.subtopic == g.first && f.sel.text() == g.second; });
+    const bool same = std::equal(s.filters.begin(), s.filters.end(), shared.filters.begin(),
+                                 shared.filters.end(), [](const filter& f, const auto& g) {
+                                   return f.subtopic == g.first && f.sel.text() == g.second;
+                                 });
     if (same) continue;
     s.filters.clear();
     for (const auto& [subtopic, text] : shared.filters) {

@@ -125,15 +125,15 @@ void redis_messaging::start(net::any_io_executor ex, messaging& m) {
 net::awaitable<void> redis_messaging::append(std::shared_ptr<const messaging::stored> m) {
   const auto d = cfg_.destinations.find(m->destination);
   const std::size_t max = d == cfg_.destinations.end() ? 1000 : d->second.max_messages;
-  std::vector<std::string> args{"XADD", prefix_ + "log:" + m->destination,
+  std::vector<std::string> args{"XADD",   prefix_ + "log:" + m->destination,
                                 "MAXLEN", std::to_string(max),
                                 "0-*",  // numbered 0-1, 0-2 ...: the message's index
-                                "id", m->message_id,
-                                "s", m->subtopic,
-                                "b", m->body,
-                                "h", m->headers,
-                                "t", number(m->timestamp),
-                                "l", number(m->time_to_live)};
+                                "id",     m->message_id,
+                                "s",      m->subtopic,
+                                "b",      m->body,
+                                "h",      m->headers,
+                                "t",      number(m->timestamp),
+                                "l",      number(m->time_to_live)};
   co_await commands_.command(std::move(args));
 }
 
@@ -239,8 +239,8 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
           }
           continue;
         }
-        const auto i = static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) -
-                                                keys.begin());
+        const auto i =
+            static_cast<std::size_t>(std::find(keys.begin(), keys.end(), key) - keys.begin());
         for (const auto& e : entries) {
           last.at(i) = e.elements.at(0).str;
           auto f = fields(e.elements.at(1));
@@ -253,7 +253,8 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
       failure = e.what();
     }
     // Redis away, or an entry that is not ours: said once, tried again every second.
-    if (failure != failed_before && !failure.empty()) warn_("messaging: reading the logs: " + failure);
+    if (failure != failed_before && !failure.empty())
+      warn_("messaging: reading the logs: " + failure);
     failed_before = failure;
     if (!failure.empty()) {
       pause.expires_after(std::chrono::seconds(1));
