@@ -84,7 +84,26 @@ class flex_channel {
   std::vector<flex_reply> exchange(const std::vector<amf::value>& messages) {
     const auto res = http_->post(path_, client::flex_request(messages));
     EXPECT_EQ(res.status, 200u) << res.body;
-    auto body = std::make_shared<std::string>(res.body);
+    return replies(res.body);
+  }
+  /// As exchange, but nullopt for what a balancer in front of a dying instance answers: no
+  /// connection, or an HTTP status other than 200 (nginx's 502).
+  std::optional<std::vector<flex_reply>> try_exchange(const std::vector<amf::value>& messages) {
+    client::response res;
+    try {
+      res = http_->post(path_, client::flex_request(messages));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (res.status != 200) return std::nullopt;
+    return replies(res.body);
+  }
+
+  std::string dsid;
+
+ private:
+  std::vector<flex_reply> replies(const std::string& bytes) {
+    auto body = std::make_shared<std::string>(bytes);
     auto doc = std::shared_ptr<amf::document>(new amf::document, [body](amf::document* d) {
       delete d;  // the document's values point into `body`: it goes after
     });
@@ -98,9 +117,6 @@ class flex_channel {
     return out;
   }
 
-  std::string dsid;
-
- private:
   std::unique_ptr<client::http_client> http_;  // a pointer, so that a channel moves
   std::string path_, endpoint_;
 };
