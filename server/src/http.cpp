@@ -855,6 +855,8 @@ class connection : public std::enable_shared_from_this<connection> {
     for (auto& [k, v] : out.headers) res.set(k, v);
     res.chunked(true);
     res.keep_alive(false);
+    // nginx (docker/nginx.conf) would otherwise hold the frames in its proxy buffers.
+    res.set("X-Accel-Buffering", "no");
     std::size_t bytes_out = 0, pieces = 0;
     const auto log = [&] {
       const double seconds = std::chrono::duration<double>(clock::now() - started_).count();
