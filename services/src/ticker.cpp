@@ -21,12 +21,14 @@ net::awaitable<void> tick(messaging& m, std::string destination, std::chrono::mi
   for (auto next = std::chrono::steady_clock::now() + every;; next += every) {
     timer.expires_at(next);
     co_await timer.async_wait(net::use_awaitable);
+    // Counted before it is published: a consumer that receives tick n and then asks
+    // Ticker.published must read at least n.
+    const std::int64_t sequence = ++*published;
     amf::document doc;
     amf::object_node* o = doc.object();
-    o->dynamic.push_back({"sequence", amf::value::number(static_cast<double>(*published + 1))});
+    o->dynamic.push_back({"sequence", amf::value::number(static_cast<double>(sequence))});
     o->dynamic.push_back({"time", doc.date(amf::flex::now_ms())});
     m.publish(destination, amf::value::of(o));
-    ++*published;
   }
 }
 
