@@ -87,7 +87,9 @@ class stack {
     start_nginx();
   }
   ~stack() {
-    nginx.kill(SIGKILL);
+    // SIGTERM: nginx's master stops its workers and waits for them (a SIGKILLed master
+    // leaves them running, holding their listening socket).
+    nginx.kill(SIGTERM);
     for (auto& a : instances) a.kill(SIGKILL);
     redis.kill(SIGKILL);
     std::error_code ec;
