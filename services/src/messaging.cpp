@@ -122,7 +122,7 @@ struct messaging::destination {
   std::uint64_t next_index = 0;  ///< the index the next message gets
   std::size_t bytes = 0;
   std::uint64_t published = 0, delivered = 0, dropped = 0;
-  std::set<std::string, std::less<>> subscribers;
+  std::set<subscription*> subscribers;
 
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
@@ -215,8 +215,10 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
   m->message_id = amf::flex::new_uuid();
   m->subtopic = subtopic;
   if (share_) return share_->post(std::move(m));  // comes back through `mirror`
-  const std::lock_guard lock(mutex_);
-  append(d, std::move(m));
+  std::unique_lock lock(mutex_);
+  const woken waiters = append(d, std::move(m));
+  lock.unlock();
+  wake_all(waiters);
 }
 
 boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const principal* user) {
@@ -255,8 +257,10 @@ boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const
     }
     co_return;
   }
-  const std::lock_guard lock(mutex_);
-  append(d, std::move(m));
+  std::unique_lock lock(mutex_);
+  const woken waiters = append(d, std::move(m));
+  lock.unlock();
+  wake_all(waiters);
 }
 
 std::shared_ptr<messaging::stored> messaging::restore(std::string destination, std::uint64_t index,
@@ -284,10 +288,12 @@ void messaging::mirror(std::shared_ptr<stored> m) {
   const auto it = destinations_.find(m->destination);
   if (it == destinations_.end()) return;  // a destination configured elsewhere only
   destination& d = *it->second;
-  const std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (m->index < d.next_index) return;  // had it
   d.next_index = m->index;              // past what retention trimmed before it was read
-  append(d, std::move(m));
+  const woken waiters = append(d, std::move(m));
+  lock.unlock();
+  wake_all(waiters);
 }
 
 void messaging::changed(std::string_view client_id) {
@@ -302,7 +308,7 @@ void messaging::share(messaging_share* share) {
   share_ = share;
 }
 
-void messaging::append(destination& d, std::shared_ptr<stored> m) {
+messaging::woken messaging::append(destination& d, std::shared_ptr<stored> m) {
   m->index = d.next_index++;
   m->order = ++order_;
   d.bytes += m->bytes();
@@ -312,8 +318,8 @@ void messaging::append(destination& d, std::shared_ptr<stored> m) {
   // Past the retention bound the oldest go; the newest stays whatever its size.
   while (d.log.size() > d.cfg.max_messages || (d.bytes > d.cfg.max_bytes && d.log.size() > 1)) {
     const auto& oldest = d.log.front();
-    for (const auto& id : d.subscribers) {
-      if (subscriptions_.find(id)->second.cursor <= oldest->index) {
+    for (const subscription* s : d.subscribers) {
+      if (s->cursor <= oldest->index) {
         ++d.dropped;  // somebody had not read it
         break;
       }
@@ -321,18 +327,19 @@ void messaging::append(destination& d, std::shared_ptr<stored> m) {
     d.bytes -= oldest->bytes();
     d.log.pop_front();
   }
-  for (const auto& id : d.subscribers) {
-    const subscription& s = subscriptions_.find(id)->second;
-    if (!selects(s, *kept)) continue;
-    if (const auto c = clients_.find(s.client); c != clients_.end()) {
-      if (c->second.parked) wake_up(c->second.parked, wake::message);
-      if (c->second.stream) wake_up(c->second.stream, wake::message);
+  woken out;
+  for (const subscription* s : d.subscribers) {
+    if (!selects(*s, *kept)) continue;
+    if (const auto c = clients_.find(s->client); c != clients_.end()) {
+      if (c->second.parked) out.push_back(c->second.parked);
+      if (c->second.stream) out.push_back(c->second.stream);
     }
   }
+  return out;
 }
 
-bool messaging::selects(const subscription& s, const stored& m) const {
-  const auto& separator = destinations_.find(s.destination)->second->cfg.subtopic_separator;
+bool messaging::selects(const subscription& s, const stored& m) {
+  const auto& separator = s.dest->cfg.subtopic_separator;
   return std::any_of(s.filters.begin(), s.filters.end(), [&](const filter& f) {
     // With no subtopic, a subscription receives only messages without one, and the reverse.
     if (f.subtopic.empty() != m.subtopic.empty()) return false;
@@ -415,10 +422,11 @@ messaging::subscription& messaging::new_subscription(client& c, std::string_view
   s.id = subscription_id;
   s.client = client_id;
   s.destination = d.name;
+  s.dest = &d;
   s.cursor = d.next_index;  // from now on: what was published before is not for it
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
   c.subscriptions.push_back(kept.id);
-  d.subscribers.insert(kept.id);
+  d.subscribers.insert(&kept);
   return kept;
 }
 
@@ -486,9 +494,7 @@ void messaging::remove_subscription(const std::string& id_ref) {
   if (const auto c = clients_.find(it->second.client); c != clients_.end()) {
     std::erase(c->second.subscriptions, id);
   }
-  if (const auto d = destinations_.find(it->second.destination); d != destinations_.end()) {
-    d->second->subscribers.erase(id);
-  }
+  it->second.dest->subscribers.erase(&it->second);
   subscriptions_.erase(it);
 }
 
@@ -537,7 +543,7 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   std::vector<read_to> read;
   for (const auto& id : ids) {
     subscription& s = subscriptions_.find(id)->second;
-    destination& d = *destinations_.find(s.destination)->second;
+    destination& d = *s.dest;
     const std::uint64_t first = d.first_index();
     if (s.cursor < first) {
       out.lost[s.id] = first - s.cursor;
@@ -706,7 +712,17 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
     c.parked.reset();
   }
   const char* refused;
-  return hold(c, client_id, session, std::move(executor), false, refused);
+  auto w = hold(c, client_id, session, std::move(executor), false, refused);
+  // A message that came after the poll that found nothing and before this park woke no one:
+  // the poll reads again at once.
+  for (const auto& id : c.subscriptions) {
+    const subscription& s = subscriptions_.find(id)->second;
+    if (w && s.cursor < s.dest->next_index) {
+      w->why = wake::message;
+      break;
+    }
+  }
+  return w;
 }
 
 std::shared_ptr<messaging::waiter> messaging::open_stream(std::string_view client_id,
@@ -772,6 +788,10 @@ void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
   if (!w->why.compare_exchange_strong(none, why)) return;
   // The timer belongs to the poll's executor (its connection's strand): cancelled there.
   boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
+}
+
+void messaging::wake_all(const woken& waiters) {
+  for (const auto& w : waiters) wake_up(w, wake::message);
 }
 
 void messaging::drain() {

@@ -65,5 +65,25 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   EXPECT_EQ(m.poll("client").messages.size(), 1u);
 }
 
+TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
+  config::messaging_settings cfg;
+  cfg.destinations["news"];
+  messaging m(cfg);
+  boost::asio::io_context io;
+  m.subscribe("client", "sub", "news", "", "", nullptr);
+  EXPECT_TRUE(m.poll("client").messages.empty());
+  auto w = m.park("client", "", io.get_executor());  // nothing came: it waits
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->why, messaging::wake::none);
+  m.unpark(w);
+  EXPECT_TRUE(m.poll("client").messages.empty());
+  m.publish("news", amf::value::number(1));  // after the poll, before the park
+  w = m.park("client", "", io.get_executor());
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->why, messaging::wake::message);
+  m.unpark(w);
+  EXPECT_EQ(m.poll("client").messages.size(), 1u);
+}
+
 }  // namespace
 }  // namespace amfgate::services

@@ -215,8 +215,10 @@ class messaging {
     std::string subtopic;  ///< empty: messages without a subtopic only
     selector sel;
   };
+  struct destination;
   struct subscription {
     std::string id, client, destination;
+    messaging::destination* dest = nullptr;  ///< the one named `destination` (lives as long)
     std::vector<filter> filters;
     std::uint64_t cursor = 0;  ///< the index of the next message to read
   };
@@ -225,13 +227,15 @@ class messaging {
     std::shared_ptr<waiter> parked, stream;
     std::chrono::steady_clock::time_point seen;
   };
-  struct destination;
+  using woken = std::vector<std::shared_ptr<waiter>>;
 
   destination& find(std::string_view name);
   void check(const std::optional<config::access_rule>& rule, const principal* user,
              std::string_view what, std::string_view where) const;
-  void append(destination& d, std::shared_ptr<stored> m);
-  bool selects(const subscription& s, const stored& m) const;
+  /// Appends `m` to the log of `d`, under the mutex: the waiters it is for, to be woken
+  /// once the mutex is released (wake_all).
+  woken append(destination& d, std::shared_ptr<stored> m);
+  static bool selects(const subscription& s, const stored& m);
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string subtopic, std::string_view selector_text);
   subscription& new_subscription(client& c, std::string_view client_id,
@@ -243,6 +247,7 @@ class messaging {
   client& touch(std::string_view client);
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
+  static void wake_all(const woken& waiters);
   /// Takes a parked poll or a stream out of the counts (once).
   void release(waiter& w);
   /// A waiter for `client` within the limits, or the reason there is none.
