@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -258,8 +259,17 @@ class messaging {
   config::messaging_settings cfg_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<destination>, std::less<>> destinations_;
-  std::map<std::string, subscription, std::less<>> subscriptions_;
-  std::map<std::string, client, std::less<>> clients_;
+  // Looked up by id on every poll and for every subscriber of every message: hashed.
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept {
+      return std::hash<std::string_view>{}(id);
+    }
+  };
+  template <class T>
+  using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
+  by_id<subscription> subscriptions_;
+  by_id<client> clients_;
   std::map<std::string, std::size_t, std::less<>> held_per_session_;
   std::size_t parked_ = 0, streams_ = 0;
   std::uint64_t order_ = 0;
