@@ -215,10 +215,7 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
   m->message_id = amf::flex::new_uuid();
   m->subtopic = subtopic;
   if (share_) return share_->post(std::move(m));  // comes back through `mirror`
-  std::unique_lock lock(mutex_);
-  const woken waiters = append(d, std::move(m));
-  lock.unlock();
-  wake_all(waiters);
+  append_and_wake(d, std::move(m));
 }
 
 boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const principal* user) {
@@ -257,10 +254,7 @@ boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const
     }
     co_return;
   }
-  std::unique_lock lock(mutex_);
-  const woken waiters = append(d, std::move(m));
-  lock.unlock();
-  wake_all(waiters);
+  append_and_wake(d, std::move(m));
 }
 
 std::shared_ptr<messaging::stored> messaging::restore(std::string destination, std::uint64_t index,
@@ -306,6 +300,13 @@ void messaging::changed(std::string_view client_id) {
 
 void messaging::share(messaging_share* share) {
   share_ = share;
+}
+
+void messaging::append_and_wake(destination& d, std::shared_ptr<stored> m) {
+  std::unique_lock lock(mutex_);
+  const woken waiters = append(d, std::move(m));
+  lock.unlock();
+  wake_all(waiters);
 }
 
 messaging::woken messaging::append(destination& d, std::shared_ptr<stored> m) {
@@ -405,9 +406,9 @@ void messaging::add_filter(std::string_view client_id, std::string_view subscrip
     throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
                                          " is in use by another FlexClient (10559)");
   }
-  if (s.destination != d.name) {
+  if (s.dest != &d) {
     throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
-                                         " subscribes to destination " + quoted(s.destination));
+                                         " subscribes to destination " + quoted(s.dest->name));
   }
   for (const auto& f : s.filters) {
     if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
@@ -421,7 +422,6 @@ messaging::subscription& messaging::new_subscription(client& c, std::string_view
   subscription s;
   s.id = subscription_id;
   s.client = client_id;
-  s.destination = d.name;
   s.dest = &d;
   s.cursor = d.next_index;  // from now on: what was published before is not for it
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
@@ -638,7 +638,7 @@ void messaging::adopt(std::string_view client_id, const std::vector<shared_subsc
           new_subscription(touch(client_id), client_id, shared.id, *d->second).id);
     }
     subscription& s = it->second;
-    if (s.client != client_id || s.destination != shared.destination) continue;
+    if (s.client != client_id || s.dest->name != shared.destination) continue;
     s.cursor = shared.cursor;
     const bool same = std::equal(s.filters.begin(), s.filters.end(), shared.filters.begin(),
                                  shared.filters.end(), [](const filter& f, const auto& g) {
@@ -667,7 +667,7 @@ std::vector<messaging::shared_subscription> messaging::shared_state(
     const subscription& s = subscriptions_.find(id)->second;
     shared_subscription& o = out.emplace_back();
     o.id = s.id;
-    o.destination = s.destination;
+    o.destination = s.dest->name;
     o.cursor = s.cursor;
     for (const auto& f : s.filters) o.filters.emplace_back(f.subtopic, f.sel.text());
   }
@@ -715,12 +715,11 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
   auto w = hold(c, client_id, session, std::move(executor), false, refused);
   // A message that came after the poll that found nothing and before this park woke no one:
   // the poll reads again at once.
-  for (const auto& id : c.subscriptions) {
-    const subscription& s = subscriptions_.find(id)->second;
-    if (w && s.cursor < s.dest->next_index) {
-      w->why = wake::message;
-      break;
-    }
+  if (w && std::any_of(c.subscriptions.begin(), c.subscriptions.end(), [&](const auto& id) {
+        const subscription& s = subscriptions_.find(id)->second;
+        return s.cursor < s.dest->next_index;
+      })) {
+    w->why = wake::message;
   }
   return w;
 }

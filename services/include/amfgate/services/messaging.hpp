@@ -218,8 +218,8 @@ class messaging {
   };
   struct destination;
   struct subscription {
-    std::string id, client, destination;
-    messaging::destination* dest = nullptr;  ///< the one named `destination` (lives as long)
+    std::string id, client;
+    destination* dest = nullptr;  ///< destinations live as long as the broker
     std::vector<filter> filters;
     std::uint64_t cursor = 0;  ///< the index of the next message to read
   };
@@ -236,6 +236,8 @@ class messaging {
   /// Appends `m` to the log of `d`, under the mutex: the waiters it is for, to be woken
   /// once the mutex is released (wake_all).
   woken append(destination& d, std::shared_ptr<stored> m);
+  /// `append` under the mutex, then wakes the waiters it is for.
+  void append_and_wake(destination& d, std::shared_ptr<stored> m);
   static bool selects(const subscription& s, const stored& m);
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string subtopic, std::string_view selector_text);
