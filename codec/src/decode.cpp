@@ -268,8 +268,7 @@ bool reader::amf3(value& out) {
     case 0x04: {
       std::uint32_t u;
       if (!u29(u)) return false;
-      // Sign-extend the 29-bit two's complement.
-      out = value::integer(static_cast<std::int32_t>(u << 3) >> 3);
+      out = integer29(u);
       return true;
     }
     case 0x05: {
@@ -347,7 +346,7 @@ bool reader::amf3_members(std::pmr::vector<member>& out) {
     if (!string3(name)) return false;
     if (name.empty()) break;
     value v;
-    if (!amf3(v)) return false;
+    if (!amf3_member(v)) return false;
     scratch_.push_back({name, v});
   }
   out.assign(scratch_.begin() + static_cast<std::ptrdiff_t>(base), scratch_.end());
@@ -368,7 +367,7 @@ bool reader::amf3_array(const std::byte* tok, value& out) {
   if (!count(h >> 1, 1)) return false;
   a->dense.resize(h >> 1);
   for (auto& v : a->dense) {
-    if (!amf3(v)) return false;
+    if (!amf3_member(v)) return false;
   }
   out = value::of(a);
   return true;
@@ -417,7 +416,7 @@ bool reader::amf3_object(const std::byte* tok, value& out) {
   }
   o->sealed.resize(t->sealed.size());
   for (auto& v : o->sealed) {
-    if (!amf3(v)) return false;
+    if (!amf3_member(v)) return false;
   }
   if (t->dynamic && !amf3_members(o->dynamic)) return false;
   out = value::of(o);

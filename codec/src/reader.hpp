@@ -17,6 +17,37 @@ class reader {
 
   bool amf0(value& out, bool arguments = false);
   bool amf3(value& out);
+  /// `amf3`, with the commonest values (integers, doubles, strings met before) read in place
+  /// when their bytes are at hand: members of objects and arrays are mostly these.
+  bool amf3_member(value& out) {
+    if (remaining() >= 9) {
+      switch (std::to_integer<unsigned>(*p_)) {
+        case 0x04:
+          if (!element()) return false;
+          ++p_;
+          out = integer29(u29_unchecked());
+          return true;
+        case 0x05: {
+          if (!element()) return false;
+          const std::uint64_t u = (std::uint64_t{load32(p_ + 1)} << 32) | load32(p_ + 5);
+          p_ += 9;
+          out = value::number(std::bit_cast<double>(u));
+          return true;
+        }
+        case 0x06: {  // a reference to a string, in one byte
+          const auto h = std::to_integer<unsigned>(p_[1]);
+          if ((h & 0x81) != 0 || (h >> 1) >= strings_.size()) break;
+          if (!element()) return false;
+          p_ += 2;
+          out = value::string(strings_[h >> 1]);
+          return true;
+        }
+        default:
+          break;
+      }
+    }
+    return amf3(out);
+  }
   void reset_tables();
 
   // Raw big-endian fields.
@@ -77,6 +108,20 @@ class reader {
     return std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
   }
   bool u29(std::uint32_t& v);
+  /// An AMF3 integer: the 29-bit two's complement sign-extended.
+  static value integer29(std::uint32_t u) {
+    return value::integer(static_cast<std::int32_t>(u << 3) >> 3);
+  }
+  /// A U29 with at least four bytes left.
+  std::uint32_t u29_unchecked() {
+    std::uint32_t r = 0;
+    for (int i = 0; i < 3; ++i) {
+      const auto b = std::to_integer<std::uint32_t>(*p_++);
+      if (b < 0x80) return (r << 7) | b;
+      r = (r << 7) | (b & 0x7F);
+    }
+    return (r << 8) | std::to_integer<std::uint32_t>(*p_++);
+  }
   bool string3(std::string_view& s);
   bool count(std::uint32_t n, std::size_t min_bytes_each);
   bool add_object(std::vector<node*>& table, node* n);
