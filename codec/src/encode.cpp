@@ -7,11 +7,49 @@
 namespace amf {
 namespace detail {
 
+namespace {
+std::uint64_t load64(const char* p) noexcept {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+std::uint64_t mix(std::uint64_t h, std::uint64_t w) noexcept {
+  h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+const std::uint64_t text_seed =
+    mix(reinterpret_cast<std::uintptr_t>(&load64), 0x9E3779B97F4A7C15ull);
+}  // namespace
+
+std::size_t text_hash(std::string_view s) noexcept {
+  const char* p = s.data();
+  std::size_t n = s.size();
+  std::uint64_t h = mix(text_seed, n);
+  for (; n > 8; n -= 8, p += 8) h = mix(h, load64(p));
+  if (s.size() >= 8) {
+    h = mix(h, load64(s.data() + s.size() - 8));  // the last eight, overlapping what came before
+  } else {
+    std::uint64_t w = 0;
+    for (std::size_t i = 0; i < n; ++i) w = (w << 8) | static_cast<unsigned char>(p[i]);
+    h = mix(h, w);
+  }
+  // A word's high bytes reach the low bits (which pick the slot) only through this finish.
+  h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
+  h = (h ^ (h >> 33)) * 0xC4CEB9FE1A85EC53ull;
+  return static_cast<std::size_t>(h ^ (h >> 33));
+}
+
 std::size_t traits_hash::operator()(const traits* t) const noexcept {
-  std::hash<std::string_view> h;
-  std::size_t r = h(t->alias) ^ (t->dynamic ? 0x51ed27 : 0) ^ (t->externalizable ? 0x2f1 : 0);
-  for (auto n : t->sealed) r = (r * 1099511628211ull) ^ h(n);
+  std::size_t r =
+      text_hash(t->alias) ^ (t->dynamic ? 0x51ed27 : 0) ^ (t->externalizable ? 0x2f1 : 0);
+  for (auto n : t->sealed) r = (r * 1099511628211ull) ^ text_hash(n);
   return r;
+}
+
+// Room for a half of what is written so far: the zeros `resize` writes cost about as much
+// again as the bytes written over them, not more.
+void writer::grow(std::size_t n) {
+  out_.resize(len_ + std::max({n, len_ / 2, std::size_t{256}}));
 }
 
 void writer::reset_tables() {
@@ -24,36 +62,25 @@ void writer::reset_tables() {
   last_traits_ = nullptr;
 }
 
-void writer::u29(std::uint32_t v) {
-  v &= 0x1FFFFFFF;
-  if (v < 0x80) {
-    u8(v);
-  } else if (v < 0x4000) {
-    char b[2] = {static_cast<char>((v >> 7) | 0x80), static_cast<char>(v & 0x7F)};
-    out_.append(b, 2);
-  } else if (v < 0x200000) {
-    char b[3] = {static_cast<char>((v >> 14) | 0x80), static_cast<char>(((v >> 7) & 0x7F) | 0x80),
-                 static_cast<char>(v & 0x7F)};
-    out_.append(b, 3);
-  } else {
-    char b[4] = {static_cast<char>((v >> 22) | 0x80), static_cast<char>(((v >> 15) & 0x7F) | 0x80),
-                 static_cast<char>(((v >> 8) & 0x7F) | 0x80), static_cast<char>(v & 0xFF)};
-    out_.append(b, 4);
-  }
-}
-
 void writer::string3(std::string_view s) {
   if (s.empty()) {
     u8(0x01);
     return;
   }
-  // Hashing the content costs its length: done once per distinct view, so that encoding costs
-  // the bytes written, however often a long string is referenced.
-  const view_identity where{s.data(), s.size()};
-  auto i = string_views_.find_or_insert(where, string_count_);
-  if (i == string_views_.npos) {
-    i = strings_.find_or_insert(s, string_count_);
-    if (i != strings_.npos) string_views_.assign(where, i);  // the same text seen elsewhere
+  // Hashing a long string's content costs its length: that is done once per distinct view, so
+  // that encoding costs the bytes written, however often a long string is referenced. A short
+  // one is hashed as cheaply as its address would be, and goes straight to the content table.
+  constexpr std::size_t short_string = 64;
+  std::uint32_t i;
+  if (s.size() <= short_string) {
+    i = strings_.find_or_insert({s, text_hash(s)}, string_count_);
+  } else {
+    const view_identity where{s.data(), s.size()};
+    i = string_views_.find_or_insert(where, string_count_);
+    if (i == string_views_.npos) {
+      i = strings_.find_or_insert({s, text_hash(s)}, string_count_);
+      if (i != strings_.npos) string_views_.assign(where, i);  // the same text seen elsewhere
+    }
   }
   if (i != strings_.npos) {
     u29(i << 1);
@@ -130,8 +157,7 @@ void writer::amf0(const value& v, bool arguments) {
       return;
     case type::integer:
     case type::number:
-      u8(0x00);
-      f64(v.to_double());
+      number(0x00, v.to_double());
       return;
     case type::string: {
       auto s = v.as_string();
@@ -256,17 +282,10 @@ void writer::amf3(const value& v) {
       u8(v.as_bool() ? 0x03 : 0x02);
       return;
     case type::integer:
-      if (v.as_int() >= -(1 << 28) && v.as_int() < (1 << 28)) {
-        u8(0x04);
-        u29(static_cast<std::uint32_t>(v.as_int()));
-      } else {
-        u8(0x05);
-        f64(v.as_int());
-      }
+      integer3(v.as_int());
       return;
     case type::number:
-      u8(0x05);
-      f64(v.as_double());
+      number(0x05, v.as_double());
       return;
     case type::string:
       u8(0x06);
@@ -313,7 +332,7 @@ void writer::amf3(const value& v) {
         amf3(m.val);
       }
       u8(0x01);
-      for (const auto& e : a->dense) amf3(e);
+      dense3(a->dense);
       return;
     }
     case type::object: {
@@ -372,6 +391,24 @@ void writer::amf3(const value& v) {
       amf3_external(*e);
       return;
     }
+  }
+}
+
+// Runs of integers (arrays of numbers are common) are written in place, with one check for
+// room and the limit per run, not a call per element.
+void writer::dense3(std::span<const value> items) {
+  for (std::size_t i = 0; i < items.size();) {
+    if (items[i].kind() != type::integer) {
+      amf3(items[i++]);
+      continue;
+    }
+    std::size_t end = i;
+    while (end < items.size() && end - i < 4096 && items[end].kind() == type::integer) ++end;
+    check_limit();
+    char* const start = room(9 * (end - i));
+    char* p = start;
+    for (; i < end; ++i) p += put_integer3(p, items[i].as_int());
+    len_ += static_cast<std::size_t>(p - start);
   }
 }
 
@@ -488,14 +525,22 @@ void writer::op(const external_op& o) {
 
 encoder::encoder(std::string& out) : w_(std::make_unique<detail::writer>(out)) {}
 encoder::~encoder() = default;
+// The caller may read or change `out` between writes: each write takes it as it is and leaves
+// it cut back to what was written.
 void encoder::write_amf0(const value& v) {
+  w_->resume();
   w_->amf0(v);
+  w_->sync();
 }
 void encoder::write_amf0_arguments(const value& v) {
+  w_->resume();
   w_->amf0(v, true);
+  w_->sync();
 }
 void encoder::write_amf3(const value& v) {
+  w_->resume();
   w_->amf3(v);
+  w_->sync();
 }
 void encoder::reset_tables() {
   w_->reset_tables();

@@ -74,13 +74,11 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths, std
   // Writes a length placeholder, the value, then the real length over the placeholder.
   auto value_with_length = [&](std::uint32_t given, const value& v, bool arguments) {
     w.reset_tables();
-    const std::size_t at = out.size();
+    const std::size_t at = w.size();
     w.u32(given);
     w.amf0(v, arguments);
     if (lengths == length_fields::computed) {
-      const auto n = static_cast<std::uint32_t>(out.size() - at - 4);
-      for (int i = 0; i < 4; ++i)
-        out[at + static_cast<std::size_t>(i)] = static_cast<char>(n >> (24 - 8 * i));
+      w.patch_u32(at, static_cast<std::uint32_t>(w.size() - at - 4));
     }
   };
   auto write_body = [&](const body& b) {
@@ -101,15 +99,15 @@ void encode_packet(const packet& p, std::string& out, length_fields lengths, std
       write_body(p.bodies[i]);
       continue;
     }
-    const std::size_t at = out.size();
+    const std::size_t at = w.size();
     if (wasted < max_bytes) {
       try {
         w.limit(max_bytes);
         write_body(p.bodies[i]);
         continue;
       } catch (const detail::limit_reached&) {
-        wasted += out.size() - at;
-        out.resize(at);
+        wasted += w.size() - at;
+        w.truncate(at);
       }
     }
     w.limit(static_cast<std::size_t>(-1));  // the substitute is written whole

@@ -146,5 +146,59 @@ TEST(Encode, RoundTripOfEveryKind) {
   EXPECT_TRUE(equivalent(decode_amf3(bytes(out), doc2), v));
 }
 
+// Thousands of nodes, each written twice: first when met, then as a reference, whether the
+// second time comes long after (the second half) or soon after (every third node, again right
+// away). Decoded, the two places hold one node, in AMF3 and in AMF0.
+TEST(Encode, ReferencesAmongThousandsOfNodes) {
+  constexpr int n = 3000;
+  document doc;
+  std::vector<value> nodes;
+  for (int i = 0; i < n; ++i) {
+    if (i % 2) {
+      object_node* o = doc.object();
+      o->dynamic.push_back({"i", value::number(i)});
+      nodes.push_back(value::of(o));
+    } else {
+      nodes.push_back(doc.date(i));
+    }
+  }
+  array_node* a = doc.array();
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) {
+    order.push_back(i);
+    if (i % 3 == 0) order.push_back(i);
+  }
+  for (int i = 0; i < n; ++i) order.push_back(i);
+  for (int i : order) a->dense.push_back(nodes[static_cast<std::size_t>(i)]);
+  for (bool amf3 : {true, false}) {
+    std::string out;
+    amf3 ? encode_amf3(value::of(a), out) : encode_amf0(value::of(a), out);
+    document back;
+    const value v = amf3 ? decode_amf3(bytes(out), back) : decode_amf0(bytes(out), back);
+    ASSERT_TRUE(equivalent(v, value::of(a))) << amf3;
+    const auto& dense = v.as_array()->dense;
+    std::vector<node*> first(n, nullptr);
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      auto& seen = first[static_cast<std::size_t>(order[k])];
+      if (!seen) seen = dense[k].as_node();
+      EXPECT_EQ(dense[k].as_node(), seen) << amf3 << " at " << k;
+    }
+  }
+}
+
+// An encoder keeps its reference tables across writes while the caller appends to the same
+// string in between: each write takes the string as the caller left it.
+TEST(Encode, AnEncoderAppendsAfterWhatTheCallerAdded) {
+  document doc;
+  std::string out = "<";
+  encoder e(out);
+  e.write_amf3(doc.string("abc"));
+  out += "|";
+  e.write_amf3(doc.string("abc"));
+  EXPECT_EQ(out, std::string("<\x06\x07"
+                             "abc|\x06\x00",
+                             9));
+}
+
 }  // namespace
 }  // namespace amf::test
