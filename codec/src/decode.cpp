@@ -362,7 +362,11 @@ bool reader::amf3_array(const std::byte* tok, value& out) {
   if (!g.ok(tok) || !count(h >> 1, 1)) return false;
   auto* a = doc_.create<array_node>(type::array, doc_.resource());
   if (!add_object(amf3_objects, a)) return false;
-  if (!amf3_members(a->assoc)) return false;
+  if (p_ != end_ && *p_ == std::byte{0x01}) {
+    ++p_;  // no associative part, as in most arrays
+  } else if (!amf3_members(a->assoc)) {
+    return false;
+  }
   // The associative part may have used up the bytes that the count was checked against.
   if (!count(h >> 1, 1)) return false;
   a->dense.resize(h >> 1);

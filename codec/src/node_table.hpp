@@ -46,7 +46,7 @@ class node_table {
   bool mark(const void* n);
   void spill();
 
-  std::array<entry, 32> few_{};
+  std::array<entry, 32> few_;  ///< the first `few_count_` entered
   std::size_t few_count_ = 0;
   bool large_ = false;  ///< past `few_`: the pages, the log and the hash
   std::vector<page> pages_;
