@@ -20,12 +20,17 @@ class depth_guard {
 };
 
 reader::reader(std::span<const std::byte> in, document& doc, const decode_options& opt)
-    : begin_(in.data()),
+    : amf0_objects(doc.resource()),
+      amf3_objects(doc.resource()),
+      begin_(in.data()),
       p_(in.data()),
       end_(in.data() + in.size()),
       doc_(doc),
       opt_(opt),
-      classes_(opt.classes ? opt.classes : &class_registry::builtin()) {}
+      classes_(opt.classes ? opt.classes : &class_registry::builtin()),
+      strings_(doc.resource()),
+      traits_(doc.resource()),
+      scratch_(doc.resource()) {}
 
 void reader::reset_tables() {
   amf0_objects.clear();
@@ -89,7 +94,7 @@ bool reader::count(std::uint32_t n, std::size_t min_bytes_each) {
   return true;
 }
 
-bool reader::add_object(std::vector<node*>& table, node* n) {
+bool reader::add_object(std::pmr::vector<node*>& table, node* n) {
   if (table.size() >= opt_.max_references) return fail(errc::limit_exceeded);
   table.push_back(n);
   return true;

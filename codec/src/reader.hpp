@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory_resource>
 #include <string_view>
 #include <vector>
 
@@ -98,8 +99,9 @@ class reader {
   void clear_error() { err_ = {}; }
   document& doc() noexcept { return doc_; }
 
-  std::vector<node*> amf0_objects;
-  std::vector<node*> amf3_objects;
+  // The reference tables live in the document's arena: a decode allocates nothing of its own.
+  std::pmr::vector<node*> amf0_objects;
+  std::pmr::vector<node*> amf3_objects;
 
  private:
   static std::uint32_t load32(const std::byte* p) {
@@ -124,7 +126,7 @@ class reader {
   }
   bool string3(std::string_view& s);
   bool count(std::uint32_t n, std::size_t min_bytes_each);
-  bool add_object(std::vector<node*>& table, node* n);
+  bool add_object(std::pmr::vector<node*>& table, node* n);
   bool element();
   template <class Node>
   bool reference(std::uint32_t index, type expected, const std::byte* tok, value& out);
@@ -146,9 +148,9 @@ class reader {
   decode_error err_;
   std::size_t depth_ = 0;
   std::size_t elements_ = 0;
-  std::vector<std::string_view> strings_;
-  std::vector<const traits*> traits_;
-  std::vector<member> scratch_;         // dynamic members under construction, used as a stack
+  std::pmr::vector<std::string_view> strings_;
+  std::pmr::vector<const traits*> traits_;
+  std::pmr::vector<member> scratch_;    // dynamic members under construction, used as a stack
   const traits* last_typed_ = nullptr;  // AMF0 typed objects of one class share traits
 
   friend class depth_guard;
