@@ -8,6 +8,28 @@
 namespace amf::flex {
 
 namespace {
+void random_uuid(std::byte (&b)[16]) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  for (int i = 0; i < 2; ++i) {
+    std::uint64_t r = rng();
+    for (int j = 0; j < 8; ++j) b[i * 8 + j] = static_cast<std::byte>(r >> (8 * j));
+  }
+  b[6] = (b[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
+  b[8] = (b[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 4122 variant
+}
+
+// Writes the text of `bytes` at `out` (room for 2 * size + 4); returns its length.
+std::size_t uuid_chars(std::span<const std::byte> bytes, char* out) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  char* p = out;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
+    auto c = std::to_integer<unsigned>(bytes[i]);
+    *p++ = hex[c >> 4];
+    *p++ = hex[c & 15];
+  }
+  return static_cast<std::size_t>(p - out);
+}
 
 const value* member_of(const object_node& o, std::string_view name) {
   return o.find(name);
@@ -26,7 +48,8 @@ value value_of(const value* v) {
 // A small-form id: a 16-byte ByteArray becomes UUID text.
 std::string_view id_from_bytes(const value* v, document& doc) {
   if (!v || !v->as_bytes() || v->as_bytes()->bytes.size() != 16) return {};
-  return doc.copy(uuid_text(v->as_bytes()->bytes));
+  char text[36];
+  return doc.copy(std::string_view(text, uuid_chars(v->as_bytes()->bytes, text)));
 }
 
 std::optional<kind> kind_of(std::string_view alias) {
@@ -110,33 +133,6 @@ value text_or_null(document& doc, std::string_view s, bool null_if_empty) {
 }  // namespace
 
 value make(document& doc, const message& m) {
-  // Members in the alphabetical order BlazeDS's bean proxy writes them in.
-  struct field {
-    std::string_view name;
-    value v;
-  };
-  std::vector<field> f;
-  f.push_back({"body", m.body});
-  f.push_back({"clientId", m.client_id});
-  if (m.kind != kind::remoting) {
-    f.push_back({"correlationId", text_or_null(doc, m.correlation_id, false)});
-  }
-  f.push_back({"destination", text_or_null(doc, m.destination, m.kind != kind::remoting)});
-  if (m.kind == kind::error) {
-    f.push_back({"extendedData", m.extended_data});
-    f.push_back({"faultCode", doc.string(m.fault_code)});
-    f.push_back({"faultDetail", text_or_null(doc, m.fault_detail, true)});
-    f.push_back({"faultString", doc.string(m.fault_string)});
-  }
-  f.push_back({"headers", m.headers.is_null() ? value::of(doc.object()) : m.headers});
-  f.push_back({"messageId", doc.string(m.message_id)});
-  if (m.kind == kind::command) f.push_back({"operation", value::integer(m.command)});
-  if (m.kind == kind::remoting) f.push_back({"operation", doc.string(m.method)});
-  if (m.kind == kind::error) f.push_back({"rootCause", m.root_cause});
-  if (m.kind == kind::remoting) f.push_back({"source", m.source});
-  f.push_back({"timeToLive", value::number(m.time_to_live)});
-  f.push_back({"timestamp", value::number(m.timestamp)});
-
   std::string_view alias = m.kind == kind::remoting      ? remoting_alias
                            : m.kind == kind::command     ? command_alias
                            : m.kind == kind::acknowledge ? acknowledge_alias
@@ -145,10 +141,32 @@ value make(document& doc, const message& m) {
   auto* t = doc.create<traits>(doc.resource());
   t->alias = alias;
   auto* o = doc.create<object_node>(t, doc.resource());
-  for (const auto& x : f) {
-    t->sealed.push_back(x.name);
-    o->sealed.push_back(x.v);
+  constexpr std::size_t most_fields = 14;  // an error message's
+  t->sealed.reserve(most_fields);
+  o->sealed.reserve(most_fields);
+  auto field = [&](std::string_view name, value v) {
+    t->sealed.push_back(name);
+    o->sealed.push_back(v);
+  };
+  // Members in the alphabetical order BlazeDS's bean proxy writes them in.
+  field("body", m.body);
+  field("clientId", m.client_id);
+  if (m.kind != kind::remoting) field("correlationId", text_or_null(doc, m.correlation_id, false));
+  field("destination", text_or_null(doc, m.destination, m.kind != kind::remoting));
+  if (m.kind == kind::error) {
+    field("extendedData", m.extended_data);
+    field("faultCode", doc.string(m.fault_code));
+    field("faultDetail", text_or_null(doc, m.fault_detail, true));
+    field("faultString", doc.string(m.fault_string));
   }
+  field("headers", m.headers.is_null() ? value::of(doc.object()) : m.headers);
+  field("messageId", doc.string(m.message_id));
+  if (m.kind == kind::command) field("operation", value::integer(m.command));
+  if (m.kind == kind::remoting) field("operation", doc.string(m.method));
+  if (m.kind == kind::error) field("rootCause", m.root_cause);
+  if (m.kind == kind::remoting) field("source", m.source);
+  field("timeToLive", value::number(m.time_to_live));
+  field("timestamp", value::number(m.timestamp));
   return value::of(o);
 }
 
@@ -195,26 +213,21 @@ double now_ms() {
 }
 
 std::string new_uuid() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
   std::byte b[16];
-  for (int i = 0; i < 2; ++i) {
-    std::uint64_t r = rng();
-    for (int j = 0; j < 8; ++j) b[i * 8 + j] = static_cast<std::byte>(r >> (8 * j));
-  }
-  b[6] = (b[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
-  b[8] = (b[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 4122 variant
+  random_uuid(b);
   return uuid_text(b);
 }
 
+std::string_view new_uuid(document& doc) {
+  std::byte b[16];
+  random_uuid(b);
+  char text[36];
+  return doc.copy(std::string_view(text, uuid_chars(b, text)));
+}
+
 std::string uuid_text(std::span<const std::byte> bytes) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string s;
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    auto c = std::to_integer<unsigned>(bytes[i]);
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
+  std::string s(bytes.size() * 2 + 4, '\0');
+  s.resize(uuid_chars(bytes, s.data()));
   return s;
 }
 

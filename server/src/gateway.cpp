@@ -534,7 +534,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
                                                  bool& failed) {
   amf::document& doc = rq->doc;
   const auto in = amf::flex::read(v, doc);
-  const std::string message_id = amf::flex::new_uuid();
+  const std::string_view message_id = amf::flex::new_uuid(doc);
   std::optional<fault> refused;
   if (!in) refused = fault("Client.Message.Encoding", "not a Flex message");
 
@@ -543,8 +543,9 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
   if (in) {
     ack.kind = amf::flex::kind::acknowledge;
     ack.correlation_id = in->message_id;
-    ack.client_id = in->client_id.kind() == amf::type::string ? in->client_id
-                                                              : doc.string(amf::flex::new_uuid());
+    ack.client_id = in->client_id.kind() == amf::type::string
+                        ? in->client_id
+                        : amf::value::string(amf::flex::new_uuid(doc));
     ack.message_id = message_id;
     ack.timestamp = amf::flex::now_ms();
     try {

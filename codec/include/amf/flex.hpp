@@ -77,6 +77,8 @@ double now_ms();
 
 /// A new random UUID in Flex's form: 36 characters, uppercase hex.
 std::string new_uuid();
+/// The same, in `doc`'s arena (no allocation of its own).
+std::string_view new_uuid(document& doc);
 /// 16 bytes -> "8814A067-FE0D-3A9C-A274-4AAED9BD7B0B".
 std::string uuid_text(std::span<const std::byte> bytes);
 /// The 16 bytes of a valid UUID text, or nullopt.
