@@ -31,6 +31,52 @@
 #include "log_sink.hpp"
 #include "streaming.hpp"
 
+// A request's method and target go into the access log escaped, written straight into the
+// line's buffer: no string of their own per request.
+namespace amfgate::server {
+namespace {
+struct escaped_text {
+  std::string_view text;
+  std::size_t max;
+};
+// The value of `name=` in a "k=v; k=v" or ";k=v?k=v&k=v" string.
+std::string_view param(std::string_view s, std::string_view name) {
+  for (std::size_t at = 0; (at = s.find(name, at)) != std::string_view::npos; at += name.size()) {
+    const bool starts =
+        at == 0 || std::string_view(" ;?&").find(s[at - 1]) != std::string_view::npos;
+    if (starts && at + name.size() < s.size() && s[at + name.size()] == '=') {
+      auto v = s.substr(at + name.size() + 1);
+      return v.substr(0, v.find_first_of(";&? "));
+    }
+  }
+  return {};
+}
+}  // namespace
+}  // namespace amfgate::server
+
+template <>
+struct fmt::formatter<amfgate::server::escaped_text> : fmt::formatter<std::string_view> {
+  auto format(const amfgate::server::escaped_text& e, fmt::format_context& ctx) const {
+    return amfgate::services::escape_to(ctx.out(), e.text, e.max);
+  }
+};
+
+template <>
+struct fmt::formatter<amfgate::server::loggable_target> : fmt::formatter<std::string_view> {
+  auto format(const amfgate::server::loggable_target& t, fmt::format_context& ctx) const {
+    auto out = ctx.out();
+    std::string_view rest = t.target;
+    for (auto id = amfgate::server::param(rest, t.cookie); !id.empty();
+         id = amfgate::server::param(rest, t.cookie)) {
+      const auto at = static_cast<std::size_t>(id.data() - rest.data());
+      out = amfgate::services::escape_to(out, rest.substr(0, at), 1024);
+      for (const char c : std::string_view("<redacted>")) *out++ = c;
+      rest.remove_prefix(at + id.size());
+    }
+    return amfgate::services::escape_to(out, rest, 1024);
+  }
+};
+
 namespace amfgate::server {
 
 namespace beast = boost::beast;
@@ -60,30 +106,7 @@ std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find_first_of(";?"));
 }
 
-// The value of `name=` in a "k=v; k=v" or ";k=v?k=v&k=v" string.
-std::string_view param(std::string_view s, std::string_view name) {
-  for (std::size_t at = 0; (at = s.find(name, at)) != std::string_view::npos; at += name.size()) {
-    const bool starts =
-        at == 0 || std::string_view(" ;?&").find(s[at - 1]) != std::string_view::npos;
-    if (starts && at + name.size() < s.size() && s[at + name.size()] == '=') {
-      auto v = s.substr(at + name.size() + 1);
-      return v.substr(0, v.find_first_of(";&? "));
-    }
-  }
-  return {};
-}
-
 }  // namespace
-
-std::string loggable_target(std::string_view target, std::string_view cookie) {
-  std::string out;
-  for (auto id = param(target, cookie); !id.empty(); id = param(target, cookie)) {
-    const auto at = static_cast<std::size_t>(id.data() - target.data());
-    out += services::escaped(target.substr(0, at), 1024) + "<redacted>";
-    target.remove_prefix(at + id.size());
-  }
-  return out + services::escaped(target, 1024);
-}
 
 router::router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
                const metrics& m, services::session_store& sessions, worker_pool& workers,
@@ -814,9 +837,9 @@ class connection : public std::enable_shared_from_this<connection> {
       std::string parked;
       if (out.parked_ms >= 0) parked = fmt::format(" parked={:.0f}ms", out.parked_ms);
       st_.access->info("{} \"{} {}\" {} in={} out={} messages={} faults={} {:.3f}ms{}", client_,
-                       services::escaped(method, 32),
-                       loggable_target(target, st_.cfg.sessions.cookie), out.status, bytes_in,
-                       bytes_out, out.messages, out.faults, seconds * 1000, parked);
+                       escaped_text{method, 32}, loggable_target{target, st_.cfg.sessions.cookie},
+                       out.status, bytes_in, bytes_out, out.messages, out.faults, seconds * 1000,
+                       parked);
     }
     expire_in(st_.cfg.limits.read_timeout);
     http::async_write(
@@ -863,8 +886,8 @@ class connection : public std::enable_shared_from_this<connection> {
       st_.stats.request(out.status, seconds, bytes_in_, bytes_out);
       if (st_.cfg.log.access) {
         st_.access->info("{} \"{} {}\" {} in={} out={} messages=0 faults=0 {:.3f}ms streamed={}",
-                         client_, services::escaped(request_.method_string(), 32),
-                         loggable_target(request_.target(), st_.cfg.sessions.cookie), out.status,
+                         client_, escaped_text{request_.method_string(), 32},
+                         loggable_target{request_.target(), st_.cfg.sessions.cookie}, out.status,
                          bytes_in_, bytes_out, seconds * 1000, pieces);
       }
     };

@@ -76,8 +76,12 @@ class router {
 };
 
 /// `target` as the access log shows it: the session id a URL may carry (`;NAME=id`)
-/// replaced by "<redacted>", control characters escaped, long parts cut.
-std::string loggable_target(std::string_view target, std::string_view cookie);
+/// replaced by "<redacted>", control characters escaped, long parts cut. Formatted (by the
+/// fmt formatter in http.cpp) straight into the log line.
+struct loggable_target {
+  std::string_view target;
+  std::string_view cookie;
+};
 
 /// Serves until SIGTERM/SIGINT: the first signal stops accepting and lets requests in flight
 /// finish within the grace period; a second one exits at once. Owns the I/O threads and the
