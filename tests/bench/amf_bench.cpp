@@ -189,9 +189,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const auto& w : workloads) {
+    benchmark::RegisterBenchmark((std::string("memcpy/") + w.name).c_str(), bench_memcpy, w);
     benchmark::RegisterBenchmark((std::string("decode/") + w.name).c_str(), bench_decode, w);
     benchmark::RegisterBenchmark((std::string("encode/") + w.name).c_str(), bench_encode, w);
-    benchmark::RegisterBenchmark((std::string("memcpy/") + w.name).c_str(), bench_memcpy, w);
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
