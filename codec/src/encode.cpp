@@ -50,6 +50,7 @@ std::size_t traits_hash::operator()(const traits* t) const noexcept {
 // again as the bytes written over them, not more.
 void writer::grow(std::size_t n) {
   out_.resize(len_ + std::max({n, len_ / 2, std::size_t{256}}));
+  slack_ = true;
 }
 
 void writer::reset_tables() {
@@ -525,22 +526,29 @@ void writer::op(const external_op& o) {
 
 encoder::encoder(std::string& out) : w_(std::make_unique<detail::writer>(out)) {}
 encoder::~encoder() = default;
+namespace {
 // The caller may read or change `out` between writes: each write takes it as it is and leaves
-// it cut back to what was written.
+// it cut back to what was written, also when the write throws.
+template <class Write>
+void in_turn(detail::writer& w, Write&& write) {
+  struct cut_back {
+    detail::writer& w;
+    ~cut_back() { w.sync(); }
+  };
+  w.resume();
+  const cut_back guard{w};
+  write();
+}
+}  // namespace
+
 void encoder::write_amf0(const value& v) {
-  w_->resume();
-  w_->amf0(v);
-  w_->sync();
+  in_turn(*w_, [&] { w_->amf0(v); });
 }
 void encoder::write_amf0_arguments(const value& v) {
-  w_->resume();
-  w_->amf0(v, true);
-  w_->sync();
+  in_turn(*w_, [&] { w_->amf0(v, true); });
 }
 void encoder::write_amf3(const value& v) {
-  w_->resume();
-  w_->amf3(v);
-  w_->sync();
+  in_turn(*w_, [&] { w_->amf3(v); });
 }
 void encoder::reset_tables() {
   w_->reset_tables();

@@ -64,7 +64,9 @@ class writer {
   /// room until `sync()` or the writer's end cuts it back. Callers that look at `out` between
   /// writes call `sync()` first (and `resume()` after changing it themselves).
   explicit writer(std::string& out) : out_(out), len_(out.size()) {}
-  ~writer() { sync(); }
+  ~writer() {
+    if (slack_) sync();  // not otherwise: `out` may hold what its owner added since
+  }
   writer(const writer&) = delete;
   writer& operator=(const writer&) = delete;
 
@@ -140,7 +142,10 @@ class writer {
   /// Drops what was written past `at`.
   void truncate(std::size_t at) { len_ = std::min(len_, at); }
   /// Cuts `out` back to what was written.
-  void sync() { out_.resize(len_); }
+  void sync() {
+    out_.resize(len_);
+    slack_ = false;
+  }
   /// Takes `out` as it is now (after its owner changed it between writes).
   void resume() { len_ = out_.size(); }
 
@@ -201,6 +206,7 @@ class writer {
 
   std::string& out_;
   std::size_t len_;
+  bool slack_ = false;  ///< `out` holds room past `len_`
   std::size_t limit_ = static_cast<std::size_t>(-1);
   node_table amf0_refs_, objects_;
   index_map<hashed_text, hashed_text_hash> strings_;

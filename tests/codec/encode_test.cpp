@@ -187,17 +187,21 @@ TEST(Encode, ReferencesAmongThousandsOfNodes) {
 }
 
 // An encoder keeps its reference tables across writes while the caller appends to the same
-// string in between: each write takes the string as the caller left it.
+// string in between: each write takes the string as the caller left it, and what the caller
+// adds after the last write stays when the encoder goes.
 TEST(Encode, AnEncoderAppendsAfterWhatTheCallerAdded) {
   document doc;
   std::string out = "<";
-  encoder e(out);
-  e.write_amf3(doc.string("abc"));
-  out += "|";
-  e.write_amf3(doc.string("abc"));
+  {
+    encoder e(out);
+    e.write_amf3(doc.string("abc"));
+    out += "|";
+    e.write_amf3(doc.string("abc"));
+    out += ">";
+  }
   EXPECT_EQ(out, std::string("<\x06\x07"
-                             "abc|\x06\x00",
-                             9));
+                             "abc|\x06\x00>",
+                             10));
 }
 
 }  // namespace
