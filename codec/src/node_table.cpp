@@ -3,15 +3,13 @@
 namespace amf::detail {
 
 std::uint32_t node_table::find_or_insert(const void* n, std::uint32_t index) {
-  if (!large_) {
+  if (few_count_ < few_.size()) {
     for (std::size_t i = 0; i < few_count_; ++i) {
       if (few_[i].node == n) return few_[i].index;
     }
-    if (few_count_ < few_.size()) {
-      few_[few_count_++] = {n, index};
-      return npos;
-    }
-    spill();
+    few_[few_count_++] = {n, index};
+    if (few_count_ == few_.size()) spill();
+    return npos;
   }
   if (!mark(n)) {
     log_.push_back({n, index});
@@ -23,9 +21,8 @@ std::uint32_t node_table::find_or_insert(const void* n, std::uint32_t index) {
   return hashed_.find(n);
 }
 
-// The small array is full: its nodes go to the pages and the log.
+// The small array is full: its nodes go to the pages and the log, where every later node goes.
 void node_table::spill() {
-  large_ = true;
   for (const auto& e : few_) {
     mark(e.node);
     log_.push_back(e);
@@ -53,7 +50,6 @@ bool node_table::mark(const void* n) {
 
 void node_table::clear() {
   few_count_ = 0;
-  large_ = false;
   pages_.clear();
   page_numbers_.clear();
   last_page_ = 0;

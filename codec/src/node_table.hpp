@@ -46,9 +46,8 @@ class node_table {
   bool mark(const void* n);
   void spill();
 
-  std::array<entry, 32> few_;  ///< the first `few_count_` entered
+  std::array<entry, 32> few_;  ///< the first `few_count_` entered; once full, spilled
   std::size_t few_count_ = 0;
-  bool large_ = false;  ///< past `few_`: the pages, the log and the hash
   std::vector<page> pages_;
   index_map<std::uintptr_t, page_hash> page_numbers_;  ///< page number -> position in pages_
   std::size_t last_page_ = 0;

@@ -30,9 +30,10 @@ class reader {
           return true;
         case 0x05: {
           if (!element()) return false;
-          const std::uint64_t u = (std::uint64_t{load32(p_ + 1)} << 32) | load32(p_ + 5);
-          p_ += 9;
-          out = value::number(std::bit_cast<double>(u));
+          ++p_;
+          double d;
+          if (!f64(d)) return false;  // it cannot fail: its eight bytes are at hand
+          out = value::number(d);
           return true;
         }
         case 0x06: {  // a reference to a string, in one byte

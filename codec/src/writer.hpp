@@ -89,9 +89,12 @@ class writer {
     len_ += 2;
   }
   void u32(std::uint32_t v) {
-    v = std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
-    std::memcpy(room(4), &v, 4);
+    put_u32(room(4), v);
     len_ += 4;
+  }
+  static void put_u32(char* p, std::uint32_t v) {
+    v = std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
+    std::memcpy(p, &v, 4);
   }
   void f64(double d) {
     put_f64(room(8), d);
@@ -110,7 +113,7 @@ class writer {
     std::memcpy(p, &u, 8);
   }
   void raw(std::string_view s) {
-    if (s.size() > limit_ - std::min(limit_, len_)) throw limit_reached{};
+    check_limit(s.size());
     if (s.size() >= long_run) {  // appended as it is: not written twice, zeros then bytes
       sync();
       out_.append(s);
@@ -122,10 +125,14 @@ class writer {
   void check_limit() const {
     if (len_ > limit_) throw limit_reached{};
   }
+  /// Throws if `adding` more bytes would pass the limit.
+  void check_limit(std::size_t adding) const {
+    if (adding > limit_ - std::min(limit_, len_)) throw limit_reached{};
+  }
   /// AMF0 UTF-8 with a u16 length (cut at 65535 bytes: AMF0 cannot say more).
   void utf8_u16(std::string_view s) {
     if (s.size() > 0xFFFF) s = s.substr(0, 0xFFFF);
-    if (s.size() > limit_ - std::min(limit_, len_)) throw limit_reached{};
+    check_limit(s.size());
     char* p = room(2 + s.size());
     p[0] = static_cast<char>(s.size() >> 8);
     p[1] = static_cast<char>(s.size());
@@ -135,10 +142,7 @@ class writer {
   /// The bytes written so far (and what `out` held before).
   std::size_t size() const noexcept { return len_; }
   /// Writes `v` big-endian over the four bytes at `at`.
-  void patch_u32(std::size_t at, std::uint32_t v) {
-    v = std::endian::native == std::endian::little ? __builtin_bswap32(v) : v;
-    std::memcpy(out_.data() + at, &v, 4);
-  }
+  void patch_u32(std::size_t at, std::uint32_t v) { put_u32(out_.data() + at, v); }
   /// Drops what was written past `at`.
   void truncate(std::size_t at) { len_ = std::min(len_, at); }
   /// Cuts `out` back to what was written.
