@@ -24,7 +24,7 @@ command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)"
 command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2; exit 1; }
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
 cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server amfgate_test_daemon \
-  push_load >/dev/null
+  push_load idle_conns >/dev/null
 
 work=$(mktemp -d)
 pids=()
@@ -139,8 +139,56 @@ awk -v rounds="$rounds" '
     }
   }' "$work/results"
 
-# Server push. Each consumer holds a connection (a streaming one two): limits raised.
+# Idle keep-alive connections (issue 13, goal 6): the AMF0 echo from the busy connections to an
+# amfgate on the defaults (access log on), alone and while 10,000 more connections, each having
+# made one call, stay open and idle (idle_conns.cpp); the daemon's RSS with them. Limits and
+# the file limit raised for so many connections from one address; rounds interleaved.
 ulimit -n 20000
+idle=10000
+cat >"$work/amfgate-idle.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18489}, "threads": 2,
+ "limits": {"max_connections": $((idle + 1000)), "max_connections_per_client": 0,
+            "idle_timeout_ms": 600000}}
+JSON
+build/bench/server/amfgate --config "$work/amfgate-idle.json" >"$work/amfgate-idle.log" &
+gate_idle=$!
+pids+=("$gate_idle")
+sleep 0.5
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+mkfifo "$work/hold"
+for r in $(seq "$rounds"); do
+  run idle-alone "$gate_idle" http://127.0.0.1:18489/gateway "$work/amf0-echo.amf"
+  before=$(rss_kb "$gate_idle")
+  build/bench/tests/bench/idle_conns 18489 "$idle" "$work/amf0-echo.amf" <"$work/hold" \
+    >"$work/idle.txt" &
+  holder=$!
+  exec 3>"$work/hold"
+  until grep -q '^held=' "$work/idle.txt"; do sleep 0.1; done
+  line=$(run idle-held "$gate_idle" http://127.0.0.1:18489/gateway "$work/amf0-echo.amf")
+  with=$(rss_kb "$gate_idle")
+  exec 3>&-
+  wait "$holder"
+  echo "$line $with $before $(tr '\n' ' ' <"$work/idle.txt")"
+  sleep 1  # the daemon closes the 10,000 as their client goes
+done >"$work/idle-results"
+awk -v idle="$idle" -v conns="$connections" '
+  $1 == "idle-alone" { alone[++a] = $2 }
+  $1 == "idle-held" { held[++h] = $2; rss[h] = $7; grown[h] = $7 - $8
+    for (i = 9; i <= NF; i++) { split($i, kv, "="); v[kv[1]] += kv[2] } }
+  function median(x, n,   i, j, t) {
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+    return x[int((n + 1) / 2)]
+  }
+  END {
+    ra = median(alone, a); rh = median(held, h); mr = median(rss, h); mg = grown[1]
+    printf "idle keep-alive connections: %d held idle (failed to open: %d, closed by the daemon " \
+           "while held: %d); AMF0 echo from %d busy connections %d req/s alone, %d with them: " \
+           "%.2fx (goal >= 0.80x); daemon RSS with them %.0f MB (goal < 200 MB), grown by " \
+           "%.1f KB a connection as the first %d opened\n", v["held"] / h, v["failed"], v["closed_by_server"], conns,
+      ra, rh, rh / ra, mr / 1024, mg / idle, idle
+  }' "$work/idle-results"
+
+# Server push. Each consumer holds a connection (a streaming one two): limits raised.
 cat >"$work/amfgate-push.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18488}, "threads": 2,
  "limits": {"max_connections": 10000, "max_connections_per_client": 0,
