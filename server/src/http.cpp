@@ -13,7 +13,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -964,20 +963,32 @@ unsigned worker_threads(const config::worker_settings& w) {
 
 }  // namespace
 
+// One io_context per I/O thread, each run by its thread alone: a connection lives on one
+// context (chosen in turn as it is accepted), so its handlers need no strand and the threads
+// share no scheduler queue. The first context also runs the acceptor, the signals, the
+// shutdown timer, and what `executor()` is given to (the Redis store, messaging's timers).
+std::vector<std::unique_ptr<net::io_context>> make_contexts(unsigned n) {
+  std::vector<std::unique_ptr<net::io_context>> v;
+  for (unsigned i = 0; i < n; ++i) v.push_back(std::make_unique<net::io_context>(1));
+  return v;
+}
+
 struct http_server::impl {
   impl(const config::gateway_config& cfg, metrics& m, std::shared_ptr<spdlog::logger> log,
        std::shared_ptr<spdlog::logger> access)
       : st{cfg, m, std::move(log), std::move(access)},
         threads(cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency())),
-        ioc(static_cast<int>(threads)),
-        acceptor(net::make_strand(ioc)),
+        contexts(make_contexts(threads)),
+        ioc(*contexts.front()),
+        acceptor(ioc),
         signals(ioc, SIGINT, SIGTERM),
         timer(ioc),
         workers(worker_threads(cfg.workers),
                 cfg.workers.max_queue ? cfg.workers.max_queue : 64 * worker_threads(cfg.workers)) {}
 
   void accept() {
-    acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+    auto& context = *contexts[next_context++ % contexts.size()];
+    acceptor.async_accept(context, [this](beast::error_code ec, tcp::socket s) {
       if (ec) {
         if (ec != net::error::operation_aborted) {
           st.log->warn("accept failed: {}", ec.message());
@@ -1021,7 +1032,7 @@ struct http_server::impl {
         st.log->warn("grace period over with {} connections open", st.stats.open_connections());
       }
       exit_status = 0;
-      ioc.stop();
+      for (auto& c : contexts) c->stop();
       return;
     }
     timer.expires_after(std::chrono::milliseconds(20));
@@ -1032,7 +1043,9 @@ struct http_server::impl {
 
   shared_state st;
   unsigned threads;
-  net::io_context ioc;
+  std::vector<std::unique_ptr<net::io_context>> contexts;
+  net::io_context& ioc;  ///< the first
+  std::size_t next_context = 0;
   tcp::acceptor acceptor;
   net::signal_set signals;
   net::steady_timer timer;
@@ -1081,8 +1094,13 @@ int http_server::run(router& routes) {
   i.st.log->flush();  // the port, at once: scripts and tests read it (listen.port 0)
   i.accept();
   i.wait_for_signal();
+  // The other contexts may have nothing to do for a while: they run until stopped.
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> idle;
   std::vector<std::thread> io_threads;
-  for (unsigned t = 1; t < i.threads; ++t) io_threads.emplace_back([&i] { i.ioc.run(); });
+  for (unsigned t = 1; t < i.threads; ++t) {
+    idle.emplace_back(i.contexts[t]->get_executor());
+    io_threads.emplace_back([&c = *i.contexts[t]] { c.run(); });
+  }
   i.ioc.run();
   for (auto& t : io_threads) t.join();
   // No handler may run on past this: the services and the gateway go when this returns.

@@ -93,7 +93,8 @@ class http_server {
   ~http_server();
 
   worker_pool& workers();
-  /// The I/O context's executor (for what should run on the I/O threads: the Redis store).
+  /// The first I/O thread's executor (for what should run on the I/O threads: the Redis store,
+  /// messaging's start-up hooks).
   boost::asio::any_io_executor executor();
   /// Binds (throws on failure), then serves `routes` on `cfg.threads` threads until stopped;
   /// then stops the worker pool, waiting for the handlers that run. Returns the exit status.
