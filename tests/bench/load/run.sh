@@ -10,7 +10,10 @@
 # p50/p99 latency, server CPU per request (from /proc; amfgate's only, not Redis's), and each
 # ratio to the ceiling's. The test daemon (tests/server/test_daemon.cpp, on its defaults with
 # the access log on) answers the same echo alone (slow-quiet) and while 16 other connections
-# keep calling a handler that blocks its worker for 200 ms (slow-busy). Last, server push:
+# keep calling a handler that blocks its worker for 200 ms (slow-busy). The defaults with 1
+# I/O thread pinned to one core and with 2 pinned to two (taskset; a projection for 16 cores
+# from CPU per request). Then 10,000 idle keep-alive connections held open beside the busy ones
+# (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
 # many connections from one address need. Loopback only; bounded in time.
@@ -49,6 +52,12 @@ cat >"$work/amfgate-redis.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18483}, "threads": 2, "log": {"access": false},
  "sessions": {"store": "redis", "redis": {"port": 18482}}}
 JSON
+# Threads that scale: the defaults with 1 I/O thread pinned to one core, and with 2 pinned to two.
+for t in 1 2; do
+  cat >"$work/amfgate-threads$t.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": $((18490 + t))}, "threads": $t}
+JSON
+done
 cat >"$work/test-daemon.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18484}, "threads": 2}
 JSON
@@ -66,7 +75,12 @@ build/bench/server/amfgate --config "$work/amfgate-log.json" >"$work/amfgate-std
 gate_log=$!
 build/bench/server/amfgate --config "$work/amfgate-file.json" >/dev/null &
 gate_file=$!
-pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file")
+taskset -c 0 build/bench/server/amfgate --config "$work/amfgate-threads1.json" >/dev/null &
+gate_t1=$!
+taskset -c 0,1 build/bench/server/amfgate --config "$work/amfgate-threads2.json" >/dev/null &
+gate_t2=$!
+pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file" "$gate_t1"
+  "$gate_t2")
 sleep 1
 session=0123456789abcdef0123456789abcdef
 redis-cli -p 18482 SET "amfgate:session:$session" \
@@ -92,6 +106,8 @@ for r in $(seq "$rounds"); do
   run amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
   run flex-log "$gate_log" http://127.0.0.1:18485/gateway "$work/flex-echo.amf"
   run amf0-file "$gate_file" http://127.0.0.1:18486/gateway "$work/amf0-echo.amf"
+  run threads-1 "$gate_t1" http://127.0.0.1:18491/gateway "$work/amf0-echo.amf"
+  run threads-2 "$gate_t2" http://127.0.0.1:18492/gateway "$work/amf0-echo.amf"
   run redis-anon "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf"
   run redis-sess "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf" \
     "AMFGATESESSIONID=$session"
@@ -117,9 +133,9 @@ awk -v rounds="$rounds" '
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
     printf "%-12s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file redis-anon " \
-          "redis-sess slow-quiet slow-busy", names, " ")
-    for (k = 1; k <= 11; k++) {
+    split("ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file threads-1 " \
+          "threads-2 redis-anon redis-sess slow-quiet slow-busy", names, " ")
+    for (k = 1; k <= 13; k++) {
       n = names[k]
       printf "%-12s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
@@ -137,6 +153,13 @@ awk -v rounds="$rounds" '
         median(cpu["amf0-log"]) / median(cpu[c]), median(cpu["flex-log"]) / median(cpu[c]),
         median(p99["amf0-log"]) / median(p99[c]), median(p99["flex-log"]) / median(p99[c])
     }
+    # wrk shares the cores: the projection is from CPU per request, as if the client were
+    # elsewhere and each core did what a core does with 2 threads.
+    printf "threads (taskset, AMF0 echo, defaults): 1 thread on 1 core %d req/s, %.2f us cpu a " \
+           "request; 2 threads on 2 cores %d req/s (%.2fx), %.2f us; projected for 16 cores: " \
+           "16 x 1e6 / %.2f us = %d req/s\n", median(rps["threads-1"]), median(cpu["threads-1"]),
+      median(rps["threads-2"]), median(rps["threads-2"]) / median(rps["threads-1"]),
+      median(cpu["threads-2"]), median(cpu["threads-2"]), 16e6 / median(cpu["threads-2"])
   }' "$work/results"
 
 # Idle keep-alive connections (issue 13, goal 6): the AMF0 echo from the busy connections to an
