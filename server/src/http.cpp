@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <list>
+#include <memory_resource>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -407,12 +409,33 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// Header fields of a connection's requests and responses (and the request's target) come
+// from a buffer of its own, emptied as each request begins: no malloc per field while they
+// fit. (Beast wants an allocator it can assign: std::pmr's cannot be.)
+template <class T>
+struct pool_allocator {
+  using value_type = T;
+  std::pmr::memory_resource* pool;
+
+  pool_allocator(std::pmr::memory_resource* p) noexcept : pool(p) {}  // NOLINT: implicit
+  template <class U>
+  pool_allocator(const pool_allocator<U>& o) noexcept : pool(o.pool) {}  // NOLINT: rebinding
+  T* allocate(std::size_t n) { return static_cast<T*>(pool->allocate(n * sizeof(T), alignof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { pool->deallocate(p, n * sizeof(T), alignof(T)); }
+  friend bool operator==(const pool_allocator& a, const pool_allocator& b) {
+    return a.pool == b.pool;
+  }
+};
+using field_allocator = pool_allocator<char>;
+using fields = http::basic_fields<field_allocator>;
+using request = http::request<http::string_body, fields>;
+using response = http::response<http::string_body, fields>;
+
 // A request whose framing two parsers could read differently (RFC 9112 6.1 and 6.3) is
 // refused and its connection closed, so that no bytes behind it are read as a request of
 // their own: a Transfer-Encoding other than exactly `chunked` (Beast would read no body), or
 // one beside a Content-Length. HTTP/1.1 requires Host.
-std::optional<std::pair<unsigned, std::string>> refuse_framing(
-    const http::request<http::string_body>& h) {
+std::optional<std::pair<unsigned, std::string>> refuse_framing(const request& h) {
   using refusal = std::pair<unsigned, std::string>;
   if (h.version() >= 11 && h.find(http::field::host) == h.end()) {
     return refusal{400, "bad HTTP request: HTTP/1.1 requires a Host header"};
@@ -623,7 +646,12 @@ class connection : public std::enable_shared_from_this<connection> {
 
   void read_header() {
     if (st_.draining && st_.cfg.shutdown_idle_wait <= clock::duration::zero()) return close();
-    parser_.emplace();
+    // The last exchange is over: nothing uses its fields now.
+    parser_.reset();
+    request_ =
+        request(std::piecewise_construct, std::make_tuple(), std::make_tuple(&fields_memory_));
+    fields_memory_.release();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(&fields_memory_));
     parser_->body_limit(st_.cfg.limits.max_body_bytes);
     parser_->header_limit(static_cast<std::uint32_t>(st_.cfg.limits.max_header_bytes));
     expire_in(first_ ? st_.cfg.limits.header_timeout : st_.cfg.limits.idle_timeout);
@@ -815,8 +843,11 @@ class connection : public std::enable_shared_from_this<connection> {
                std::string target, std::size_t bytes_in) {
     if (out.stream) return stream(std::move(out));
     phase_ = phase::writing;
-    auto res = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(out.status), version);
+    response_.emplace(std::piecewise_construct, std::make_tuple(),
+                      std::make_tuple(&fields_memory_));
+    auto* res = &*response_;
+    res->result(static_cast<http::status>(out.status));
+    res->version(version);
     res->set(http::field::server, "amfgate");
     if (!out.content_type.empty()) res->set(http::field::content_type, out.content_type);
     for (auto& [k, v] : out.headers) res->set(k, v);
@@ -841,14 +872,14 @@ class connection : public std::enable_shared_from_this<connection> {
                        parked);
     }
     expire_in(st_.cfg.limits.read_timeout);
-    http::async_write(
-        stream_, *res,
-        [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
-          self->release_memory();
-          if (ec || !keep_alive) return self->close();
-          self->first_ = false;
-          self->read_header();
-        });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+                        self->response_.reset();
+                        self->release_memory();
+                        if (ec || !keep_alive) return self->close();
+                        self->first_ = false;
+                        self->read_header();
+                      });
   }
 
   // A streamed answer: the headers at once, then each piece as a chunk as it comes, until
@@ -939,9 +970,14 @@ class connection : public std::enable_shared_from_this<connection> {
   deadline deadline_;
   bool timed_out_ = false;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  http::request<http::string_body> request_;
-  http_request in_;  // views into request_, and its body
+  // Before all that allocates from it. Fields past the buffer come from the heap, given back
+  // as the next request begins.
+  std::array<std::byte, 1024> fields_buffer_;
+  std::pmr::monotonic_buffer_resource fields_memory_{fields_buffer_.data(), fields_buffer_.size()};
+  std::optional<http::request_parser<http::string_body, field_allocator>> parser_;
+  request request_{std::piecewise_construct, std::make_tuple(), std::make_tuple(&fields_memory_)};
+  std::optional<response> response_;  ///< being written
+  http_request in_;                   // views into request_, and its body
   std::size_t bytes_in_ = 0;
   net::cancellation_signal hangup_;
   bool watching_hangup_ = false;
