@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
@@ -9,6 +10,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <memory_resource>
 
 #include "amfgate/services/quote.hpp"
 
@@ -370,25 +372,29 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
 }
 
 void gateway::check_access(request& rq, std::string_view service, std::string_view method) {
-  const std::string full = std::string(service) + "." + std::string(method);
-  auto rule = cfg_.access.find(full);
-  if (rule == cfg_.access.end()) rule = cfg_.access.find(std::string(service));
+  // "Service.method" is built on the stack while it fits: this runs for every call.
+  std::array<char, 128> scratch;
+  std::pmr::monotonic_buffer_resource memory(scratch.data(), scratch.size());
+  std::pmr::string full(&memory);
+  full.append(service).append(".").append(method);
+  auto rule = cfg_.access.find(std::string_view(full));
+  if (rule == cfg_.access.end()) rule = cfg_.access.find(service);
   if (rule == cfg_.access.end()) return;
   const auto& r = rule->second;
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
     if (!rq.store_error.empty()) throw store_fault(rq.store_error);
     if (const auto& no = rq.login_refused) {
-      throw fault(no->code(), std::string(no->what()) + "; " + full + " requires a login",
+      throw fault(no->code(), std::string(no->what()) + "; " + full.c_str() + " requires a login",
                   no->detail());
     }
-    throw fault("Client.Authentication", full + " requires a login");
+    throw fault("Client.Authentication", std::string(full) + " requires a login");
   }
   if (r.roles.empty()) return;
   for (const auto& role : r.roles) {
     if (rq.user->has_role(role)) return;
   }
   throw fault("Client.Authorization",
-              "user " + services::quoted(rq.user->name) + " may not call " + full);
+              "user " + services::quoted(rq.user->name) + " may not call " + full.c_str());
 }
 
 net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view service,

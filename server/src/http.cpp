@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -409,6 +411,14 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+// Beast's operations allocate their state (and Asio its socket operations) with the
+// handler's allocator, std::allocator unless it names one: the thread's recycled blocks
+// instead, so that a request's reads and write reuse the last one's memory.
+template <class Handler>
+auto recycled(Handler&& h) {
+  return net::bind_allocator(net::recycling_allocator<void>(), std::forward<Handler>(h));
+}
+
 // Header fields of a connection's requests and responses (and the request's target) come
 // from a buffer of its own, emptied as each request begins: no malloc per field while they
 // fit. (Beast wants an allocator it can assign: std::pmr's cannot be.)
@@ -658,8 +668,9 @@ class connection : public std::enable_shared_from_this<connection> {
     phase_ = phase::idle;
     // Answered with keep-alive just before the drain began: the client may send again.
     if (st_.draining) drain_idle();
-    http::async_read_header(stream_, buffer_, *parser_,
-                            beast::bind_front_handler(&connection::on_header, shared_from_this()));
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        recycled(beast::bind_front_handler(&connection::on_header, shared_from_this())));
   }
 
   void on_header(beast::error_code ec, std::size_t) {
@@ -715,7 +726,7 @@ class connection : public std::enable_shared_from_this<connection> {
     // A slow body is bounded by the read timeout from here.
     expire_in(st_.cfg.limits.read_timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&connection::on_read, shared_from_this()));
+                     recycled(beast::bind_front_handler(&connection::on_read, shared_from_this())));
   }
 
   // `nothing_came`: no byte of a request had come (a keep-alive connection timing out is normal).
@@ -835,12 +846,12 @@ class connection : public std::enable_shared_from_this<connection> {
   void respond(http_reply out) {
     const auto& req = request_;
     respond(std::move(out), req.version(), req.keep_alive() && !st_.draining,
-            req.method() == http::verb::head, std::string(req.method_string()),
-            std::string(req.target()), bytes_in_);
+            req.method() == http::verb::head, req.method_string(), req.target(), bytes_in_);
   }
 
-  void respond(http_reply out, unsigned version, bool keep_alive, bool head, std::string method,
-               std::string target, std::size_t bytes_in) {
+  // method and target are only logged, before this returns.
+  void respond(http_reply out, unsigned version, bool keep_alive, bool head,
+               std::string_view method, std::string_view target, std::size_t bytes_in) {
     if (out.stream) return stream(std::move(out));
     phase_ = phase::writing;
     response_.emplace(std::piecewise_construct, std::make_tuple(),
@@ -872,14 +883,15 @@ class connection : public std::enable_shared_from_this<connection> {
                        parked);
     }
     expire_in(st_.cfg.limits.read_timeout);
-    http::async_write(stream_, *res,
-                      [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
-                        self->response_.reset();
-                        self->release_memory();
-                        if (ec || !keep_alive) return self->close();
-                        self->first_ = false;
-                        self->read_header();
-                      });
+    http::async_write(
+        stream_, *res,
+        recycled([self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
+          self->response_.reset();
+          self->release_memory();
+          if (ec || !keep_alive) return self->close();
+          self->first_ = false;
+          self->read_header();
+        }));
   }
 
   // A streamed answer: the headers at once, then each piece as a chunk as it comes, until

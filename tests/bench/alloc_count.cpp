@@ -1,9 +1,9 @@
 // Heap allocations per request on the daemon's request path (issue 13, goal 5): amfgate's
 // HTTP server, router and gateway in this process on a loopback port, on the defaults (2 I/O
 // threads, the access log on, written by a batched sink to /dev/null), and a client thread
-// that keeps one connection busy. A counting operator new counts every allocation of every
-// thread but the client's. After a warm-up, the count over N requests divided by N: per AMF0
-// echo, and per Flex RemotingMessage echo.
+// that keeps one connection busy. Counting versions of malloc and its kin count every
+// allocation of every thread but the client's. After a warm-up, the count over N requests divided
+// by N: per AMF0 echo, and per Flex RemotingMessage echo.
 //
 //   alloc_count [REQUESTS]
 #include <arpa/inet.h>
@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <new>
 #include <string>
 #include <thread>
 
@@ -26,71 +26,55 @@
 #include "amfgate/server/http.hpp"
 #include "amfgate/services/builtin.hpp"
 
+// The allocator's entry points, so that every allocation counts: operator new's, and those
+// that bypass it (Asio's coroutine frames come from aligned_alloc). glibc's own functions
+// do the work.
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+}
+
 namespace {
 
 std::atomic<std::uint64_t> allocations{0};
 thread_local bool uncounted = false;  // the client's thread
 
-void* counted(std::size_t n) {
+void count() {
   if (!uncounted) allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-
-void* counted_aligned(std::size_t n, std::align_val_t a) {
-  if (!uncounted) allocations.fetch_add(1, std::memory_order_relaxed);
-  const auto align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
 }
 
 }  // namespace
 
-void* operator new(std::size_t n) {
-  return counted(n);
+extern "C" {
+void* malloc(std::size_t n) {
+  count();
+  return __libc_malloc(n);
 }
-void* operator new[](std::size_t n) {
-  return counted(n);
+void* calloc(std::size_t n, std::size_t size) {
+  count();
+  return __libc_calloc(n, size);
 }
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  try {
-    return counted(n);
-  } catch (...) {
-    return nullptr;
-  }
+void* realloc(void* p, std::size_t n) {
+  count();
+  return __libc_realloc(p, n);
 }
-void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept {
-  return operator new(n, t);
+void* aligned_alloc(std::size_t align, std::size_t n) {
+  count();
+  return __libc_memalign(align, n);
 }
-void* operator new(std::size_t n, std::align_val_t a) {
-  return counted_aligned(n, a);
+void* memalign(std::size_t align, std::size_t n) {
+  count();
+  return __libc_memalign(align, n);
 }
-void* operator new[](std::size_t n, std::align_val_t a) {
-  return counted_aligned(n, a);
+int posix_memalign(void** out, std::size_t align, std::size_t n) {
+  count();
+  void* p = __libc_memalign(align, n);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
 }
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
 }
 
 namespace {

@@ -213,7 +213,7 @@ struct gateway_config {
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
   messaging_settings messaging;
   std::vector<user> users;
-  std::map<std::string, access_rule> access;
+  std::map<std::string, access_rule, std::less<>> access;  ///< looked up by string_view
   /// Each application service's own settings, "services": {"<Name>": {...}}, kept as JSON
   /// text for the service's setup to read (amfgate/service_settings.hpp).
   std::map<std::string, std::string> services;
