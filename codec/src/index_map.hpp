@@ -1,22 +1,32 @@
 // Internal: the open-addressing map behind the encoder's reference tables.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 namespace amf::detail {
 
-/// Open-addressing map from a key to a table index; keys are never removed.
-template <class Key, class Hash, class Eq = std::equal_to<Key>>
+/// Open-addressing map from a key to a table index; keys are never removed. The first
+/// `Inline` slots are inside the map (uninitialized until first used): the few entries of a
+/// small value's tables allocate nothing.
+template <class Key, class Hash, class Eq = std::equal_to<Key>, std::size_t Inline = 32>
 class index_map {
  public:
   static constexpr std::uint32_t npos = 0xFFFFFFFF;
 
+  index_map() = default;
+  index_map(const index_map&) = delete;  // `slots_` may point into the map itself
+  index_map& operator=(const index_map&) = delete;
+
   /// The index of `k` if present; else inserts `k` with `index` and returns npos.
   std::uint32_t find_or_insert(const Key& k, std::uint32_t index) {
-    if ((size_ + 1) * 2 > slots_.size()) grow();
+    if ((size_ + 1) * 2 > capacity_) grow();
     std::size_t i = Hash{}(k)&mask_;
     for (; slots_[i].index != npos; i = (i + 1) & mask_) {
       if (Eq{}(slots_[i].key, k)) return slots_[i].index;
@@ -27,7 +37,7 @@ class index_map {
   }
   /// The index of `k`, or npos.
   std::uint32_t find(const Key& k) const {
-    if (slots_.empty()) return npos;
+    if (capacity_ == 0) return npos;
     for (std::size_t i = Hash{}(k)&mask_; slots_[i].index != npos; i = (i + 1) & mask_) {
       if (Eq{}(slots_[i].key, k)) return slots_[i].index;
     }
@@ -40,32 +50,48 @@ class index_map {
     slots_[i].index = index;
   }
   void clear() {
-    slots_.clear();
-    size_ = 0;
-    mask_ = 0;
+    heap_.clear();
+    slots_ = nullptr;
+    capacity_ = size_ = mask_ = 0;
   }
 
  private:
   struct slot {
-    Key key{};
-    std::uint32_t index = npos;
+    Key key;
+    std::uint32_t index;
   };
+  static_assert(std::is_trivially_copyable_v<slot> && (Inline & (Inline - 1)) == 0);
   void place(const Key& k, std::uint32_t index) {
     std::size_t i = Hash{}(k)&mask_;
     while (slots_[i].index != npos) i = (i + 1) & mask_;
     slots_[i] = {k, index};
   }
   void grow() {
-    std::vector<slot> old = std::move(slots_);
-    slots_.assign(old.empty() ? 64 : old.size() * 2, slot{});
-    mask_ = slots_.size() - 1;
-    for (const auto& s : old) {
-      if (s.index != npos) place(s.key, s.index);
+    const slot* old = slots_;
+    const std::size_t old_capacity = capacity_;
+    std::vector<slot> old_heap;  // what `old` points into, unless inline_
+    if (old_capacity > Inline) old_heap = std::move(heap_);
+    capacity_ = old_capacity == 0 ? Inline : old_capacity * 2;
+    const slot empty{Key{}, npos};
+    if (capacity_ == Inline) {
+      auto* p = reinterpret_cast<slot*>(inline_);
+      std::uninitialized_fill_n(p, Inline, empty);
+      slots_ = std::launder(p);
+    } else {
+      heap_.assign(capacity_, empty);
+      slots_ = heap_.data();
+    }
+    mask_ = capacity_ - 1;
+    for (std::size_t i = 0; i < old_capacity; ++i) {
+      if (old[i].index != npos) place(old[i].key, old[i].index);
     }
   }
-  std::vector<slot> slots_;
+  slot* slots_ = nullptr;  ///< capacity_ slots: inline_, or heap_'s
+  std::size_t capacity_ = 0;
   std::size_t size_ = 0;
   std::size_t mask_ = 0;
+  alignas(slot) std::byte inline_[Inline * sizeof(slot)];
+  std::vector<slot> heap_;
 };
 
 struct pointer_hash {
