@@ -54,7 +54,8 @@ failed=$((failed + ${ctest_failed:-1}))
 [ "$ctest_status" -eq 0 ] || [ "${ctest_failed:-1}" -gt 0 ] || failed=$((failed + 1))
 
 # 2. The release build and Debian package, as the README, run.sh and docker/Dockerfile make
-#    them, with the packaging checks; a Release benchmark build and a short benchmark run.
+#    them, with the packaging checks; a Release benchmark build, a short benchmark run, and
+#    the allocations per request (alloc_count fails if a request allocates).
 release() {
   scripts/build-release.sh && tests/deploy/check-packaging.sh build/release
 }
@@ -88,13 +89,14 @@ step "the examples against the installed package" examples
 bench_smoke() {
   mkdir -p build/bench
   if ! { cmake -S . -B build/bench -DAMFGATE_SHARED_DIR="$shared" -DCMAKE_BUILD_TYPE=Release \
-    -DAMFGATE_TESTS=OFF && cmake --build build/bench -j"$jobs" --target amf_bench; } \
+    -DAMFGATE_TESTS=OFF && cmake --build build/bench -j"$jobs" --target amf_bench alloc_count; } \
     >build/bench/build.log 2>&1; then
     tail -50 build/bench/build.log
     return 1
   fi
   build/bench/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
-    ! grep -q "ERROR OCCURRED" build/bench.log
+    ! grep -q "ERROR OCCURRED" build/bench.log &&
+    build/bench/tests/bench/alloc_count 2000
 }
 step "benchmark smoke run" bench_smoke
 

@@ -6,13 +6,16 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
+#include <functional>
 #include <memory_resource>
 
 #include "amfgate/services/quote.hpp"
+#include "body_pool.hpp"
 
 namespace amfgate::server {
 
@@ -27,6 +30,9 @@ struct gateway::request {
         memory(e.memory ? e.memory : &amf::block_pool::shared()),
         doc(body.size() * 2 + 1024, memory),
         ex(e) {}
+  request(const request&) = delete;
+  request& operator=(const request&) = delete;
+  ~request() { body_pool::give(std::move(body)); }
   std::string body;
   std::pmr::memory_resource* memory;  ///< upstream of this request's arenas
   amf::document doc;
@@ -186,10 +192,12 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
       log_(std::move(log)) {}
 
 net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
-  ex.body.clear();
+  ex.body = body_pool::take();  // the HTTP layer gives it back once written
   std::string busy;
   try {
-    auto rq = std::make_shared<request>(std::move(body), ex);
+    // In a block the thread recycles: one request's memory serves the next.
+    auto rq =
+        std::allocate_shared<request>(net::recycling_allocator<request>(), std::move(body), ex);
     amf::decode_options opt;
     opt.classes = &services_.classes();
     opt.max_depth = cfg_.limits.max_depth;
@@ -303,7 +311,8 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     }
     return b;
   };
-  amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, too_large);
+  // By reference: the std::function holds a pointer in place instead of a copy on the heap.
+  amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, std::ref(too_large));
 }
 
 net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,

@@ -33,7 +33,8 @@ class router {
          const metrics& m, services::session_store& sessions, worker_pool& workers,
          std::shared_ptr<spdlog::logger> log);
 
-  /// Answers `req` (a coroutine on the connection's executor; see gateway::handle).
+  /// Answers `req`: the coroutine, to run on the connection's executor (see gateway::handle),
+  /// that answers it. May throw as it picks one.
   boost::asio::awaitable<http_reply> route(http_request& req);
   /// While draining, /healthz answers 503 so balancers stop sending.
   void set_draining() {
@@ -51,6 +52,8 @@ class router {
   exchange exchange_for(http_request& req) const;
   /// Set-Cookie for a session that `ex` created or ended.
   void session_cookie(const exchange& ex, http_reply& r) const;
+  /// An AMF packet POSTed to a gateway path, through the gateway; `r` has the CORS headers.
+  boost::asio::awaitable<http_reply> amf_route(http_request& req, http_reply r);
   boost::asio::awaitable<http_reply> json_route(std::string_view path, http_request& req);
   /// A StreamingAMFChannel's `?command=open` (the stream) or `?command=close`; `r` has the
   /// CORS headers.
