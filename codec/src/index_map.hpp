@@ -66,7 +66,8 @@ class index_map {
     while (slots_[i].index != npos) i = (i + 1) & mask_;
     slots_[i] = {k, index};
   }
-  void grow() {
+  // Out of line: the lookups that call it stay small enough to be inlined where they are used.
+  [[gnu::noinline]] void grow() {
     const slot* old = slots_;
     const std::size_t old_capacity = capacity_;
     std::vector<slot> old_heap;  // what `old` points into, unless inline_
