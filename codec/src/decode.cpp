@@ -557,12 +557,13 @@ std::span<node* const> decoder::amf3_objects() const noexcept {
 }
 
 namespace {
+// A reader of its own on the stack: a `decoder` keeps one on the heap.
 value decode_whole(std::span<const std::byte> in, document& doc, decode_error& ec,
                    const decode_options& opt, bool amf3) {
-  decoder d(in, doc, opt);
-  value v = amf3 ? d.read_amf3(ec) : d.read_amf0(ec);
-  if (!ec && !d.at_end()) {
-    ec = {make_error_code(errc::trailing_bytes), d.offset()};
+  detail::reader r(in, doc, opt);
+  value v = read_with(r, ec, [&](value& out) { return amf3 ? r.amf3(out) : r.amf0(out); });
+  if (!ec && r.remaining() != 0) {
+    ec = {make_error_code(errc::trailing_bytes), r.offset()};
     return {};
   }
   return v;

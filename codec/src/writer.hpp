@@ -213,7 +213,8 @@ class writer {
   bool slack_ = false;  ///< `out` holds room past `len_`
   std::size_t limit_ = static_cast<std::size_t>(-1);
   node_table amf0_refs_, objects_;
-  index_map<hashed_text, hashed_text_hash> strings_;
+  /// 64 slots inside: a poll's reply of a few messages, with their headers, stays within them.
+  index_map<hashed_text, hashed_text_hash, std::equal_to<hashed_text>, 64> strings_;
   index_map<view_identity, identity_hash> string_views_;  ///< checked before `strings_`
   index_map<const traits*, traits_hash, traits_eq> traits_;
   std::uint32_t amf0_count_ = 0, object_count_ = 0, string_count_ = 0, traits_count_ = 0;
