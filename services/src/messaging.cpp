@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <deque>
 #include <set>
+#include <span>
 
 #include "amf/decode.hpp"
 #include "amf/encode.hpp"
@@ -526,12 +527,13 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
     throw not_subscribed("this client has no subscriptions (a restart ended them?): subscribe");
   }
   c->second.seen = clock::now();
-  std::vector<std::string> ids = c->second.subscriptions;
+  // The client's subscriptions as they are (nothing below changes them), or the one named.
+  const std::vector<std::string>& all = c->second.subscriptions;
+  std::span<const std::string> ids = all;
   if (!subscription_id.empty()) {
-    if (std::find(ids.begin(), ids.end(), subscription_id) == ids.end()) {
-      throw not_subscribed("not subscribed as " + quoted(subscription_id));
-    }
-    ids = {std::string(subscription_id)};
+    const auto named = std::find(all.begin(), all.end(), subscription_id);
+    if (named == all.end()) throw not_subscribed("not subscribed as " + quoted(subscription_id));
+    ids = {&*named, 1};
   }
   const std::size_t max = cfg_.max_messages_per_poll;
   const auto now = clock::now();
@@ -566,9 +568,12 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   }
   // In the order they were published; past the per-poll bound the rest waits, each
   // subscription's cursor stopping at its first message left out.
-  std::stable_sort(
-      out.messages.begin(), out.messages.end(),
-      [](const delivery& a, const delivery& b) { return a.message->order < b.message->order; });
+  // (One subscription's are in order already: std::stable_sort would still allocate.)
+  if (ids.size() > 1) {
+    std::stable_sort(
+        out.messages.begin(), out.messages.end(),
+        [](const delivery& a, const delivery& b) { return a.message->order < b.message->order; });
+  }
   std::map<std::string_view, std::uint64_t> left_out;
   for (std::size_t i = max; i < out.messages.size(); ++i) {
     left_out.emplace(out.messages[i].subscription, out.messages[i].message->index);
