@@ -10,40 +10,42 @@ namespace amfgate::server {
 /// A request's body and its answer's are strings, of a few hundred bytes for most calls.
 /// Taken from here as a body begins and given back when it has been decoded or written, a
 /// busy connection reuses the same few strings instead of allocating two per request; an idle
-/// connection holds none. Per thread, without a lock: a string given back on a worker thread
-/// stays with that thread. Each thread keeps at most `kept` strings of at most `largest`
-/// bytes; others are freed as usual.
+/// connection holds none. A message that wakes a thousand parked polls at once has a thousand
+/// answers in flight: what is kept is bounded by bytes, not by count. Per thread, without a
+/// lock: a string given back on a worker thread stays with that thread. Each thread keeps
+/// strings of at most `largest` bytes, `kept_bytes` in all; others are freed as usual.
 class body_pool {
  public:
-  static constexpr std::size_t kept = 16;
   static constexpr std::size_t largest = 64 * 1024;
+  static constexpr std::size_t kept_bytes = 1024 * 1024;
 
   /// An empty string, with the room of one given back before if there is one.
   static std::string take() {
-    auto& free = strings();
-    if (free.empty()) return {};
-    std::string s = std::move(free.back());
-    free.pop_back();
+    auto& p = pool();
+    if (p.free.empty()) return {};
+    std::string s = std::move(p.free.back());
+    p.free.pop_back();
+    p.held -= s.capacity();
     return s;
   }
 
   static void give(std::string s) {
-    auto& free = strings();
-    if (s.capacity() <= std::string().capacity() || s.capacity() > largest || free.size() >= kept) {
-      return;
-    }
+    auto& p = pool();
+    const std::size_t room = s.capacity();
+    if (room <= std::string().capacity() || room > largest || p.held + room > kept_bytes) return;
     s.clear();
-    free.push_back(std::move(s));
+    p.free.push_back(std::move(s));
+    p.held += room;
   }
 
  private:
-  static std::vector<std::string>& strings() {
-    thread_local std::vector<std::string> free = [] {
-      std::vector<std::string> v;
-      v.reserve(kept);
-      return v;
-    }();
-    return free;
+  struct strings {
+    std::vector<std::string> free;
+    std::size_t held = 0;  ///< the capacity of those in `free`
+  };
+  static strings& pool() {
+    thread_local strings p;
+    return p;
   }
 };
 

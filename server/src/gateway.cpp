@@ -192,7 +192,7 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
       log_(std::move(log)) {}
 
 net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
-  ex.body = body_pool::take();  // the HTTP layer gives it back once written
+  ex.body.clear();
   std::string busy;
   try {
     // In a block the thread recycles: one request's memory serves the next.
@@ -311,6 +311,9 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     }
     return b;
   };
+  // Taken only now: a poll parked until here holds none. The HTTP layer gives it back once
+  // written.
+  ex.body = body_pool::take();
   // By reference: the std::function holds a pointer in place instead of a copy on the heap.
   amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, std::ref(too_large));
 }
