@@ -363,10 +363,11 @@ net::awaitable<http_reply> answered(http_reply r) {
 net::awaitable<http_reply> router::route(http_request& req) {
   const auto path = path_of(req.target);
   http_reply r;
+  // An answer made here, as a coroutine that returns it at once.
   auto text = [&](unsigned status, std::string body) {
     r.status = status;
     r.body = std::move(body);
-    return std::move(r);
+    return answered(std::move(r));
   };
   const bool gateway_path = std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
                             cfg_.gateway_paths.end();
@@ -375,19 +376,19 @@ net::awaitable<http_reply> router::route(http_request& req) {
     // a page can read why it was refused.
     const bool allowed = allow_origin(req, r);
     if (req.method == "OPTIONS" && cfg_.cors.enabled()) {
-      if (!allowed) return answered(text(403, "origin not allowed here (cors.allow_origins)\n"));
+      if (!allowed) return text(403, "origin not allowed here (cors.allow_origins)\n");
       r.content_type = {};
-      return answered(text(204, {}));  // the preflight
+      return text(204, {});  // the preflight
     }
     if (req.method != "POST") {
       r.headers.emplace_back("Allow", cfg_.cors.enabled() ? "POST, OPTIONS" : "POST");
-      return answered(text(405, "method not allowed: AMF gateways take POST\n"));
+      return text(405, "method not allowed: AMF gateways take POST\n");
     }
     if (const auto command = param(req.target, "command"); !command.empty()) {
       return stream_route(command, req, std::move(r));
     }
     if (!media_type_is(req.content_type, "application/x-amf")) {
-      return answered(text(415, "unsupported media type: expected application/x-amf\n"));
+      return text(415, "unsupported media type: expected application/x-amf\n");
     }
     return amf_route(req, std::move(r));
   }
@@ -398,13 +399,13 @@ net::awaitable<http_reply> router::route(http_request& req) {
     return console_route(path, req);
   }
   const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";
-  if (!known) return answered(text(404, "not found\n"));
+  if (!known) return text(404, "not found\n");
   if (req.method != "GET" && req.method != "HEAD") {
     r.headers.emplace_back("Allow", "GET, HEAD");
-    return answered(text(405, "method not allowed\n"));
+    return text(405, "method not allowed\n");
   }
   if (path == "/healthz") {
-    return answered(draining_ ? text(503, "draining\n") : text(200, "ok\n"));
+    return draining_ ? text(503, "draining\n") : text(200, "ok\n");
   }
   if (path == "/metrics") return metrics_page();
   if (crossdomain_.empty()) {
@@ -413,10 +414,10 @@ net::awaitable<http_reply> router::route(http_request& req) {
           "GET /crossdomain.xml: no policy configured, answering 404 (set \"crossdomain\" "
           "in the config to serve one)");
     }
-    return answered(text(404, "no cross-domain policy configured\n"));
+    return text(404, "no cross-domain policy configured\n");
   }
   r.content_type = "text/x-cross-domain-policy";
-  return answered(text(200, crossdomain_));
+  return text(200, crossdomain_);
 }
 
 // ------------------------------------------------------------------------- HTTP server
