@@ -94,12 +94,6 @@ bool reader::count(std::uint32_t n, std::size_t min_bytes_each) {
   return true;
 }
 
-bool reader::add_object(std::pmr::vector<node*>& table, node* n) {
-  if (table.size() >= opt_.max_references) return fail(errc::limit_exceeded);
-  table.push_back(n);
-  return true;
-}
-
 bool reader::element() {
   return ++elements_ <= opt_.max_elements || fail(errc::limit_exceeded);
 }
@@ -373,13 +367,43 @@ bool reader::amf3_array(const std::byte* tok, value& out) {
     return false;
   }
   // The associative part may have used up the bytes that the count was checked against.
-  if (!count(h >> 1, 1)) return false;
-  a->dense.resize(h >> 1);
-  for (auto& v : a->dense) {
-    if (!amf3_member(v)) return false;
-  }
+  if (!count(h >> 1, 1) || !amf3_dense(a->dense, h >> 1)) return false;
   out = value::of(a);
   return true;
+}
+
+// An array's dense part, grown a block at a time so that a block is still in cache when its
+// values are written over (grown all at once, a large array's memory is written twice).
+bool reader::amf3_dense(std::pmr::vector<value>& dense, std::uint32_t n) {
+  constexpr std::size_t block = 256;
+  if (n > block) dense.reserve(n);
+  for (std::size_t from = 0; from < n; from += block) {
+    dense.resize(std::min<std::size_t>(n, from + block));
+    for (value *v = dense.data() + from, *const end = dense.data() + dense.size(); v != end;) {
+      if (remaining() >= 5 && *p_ == std::byte{0x04}) {
+        value* const first = v;
+        if ((v = integers(v, end)) != first) continue;  // none at the element limit
+      }
+      if (!amf3_member(*v++)) return false;
+    }
+  }
+  return true;
+}
+
+// Integers from `v` on while their bytes are at hand and the element limit allows, with the
+// cursor and the element count in locals (a store to a `value` may alias the members): where
+// the first value that is not such an integer goes. That one is read as any other.
+value* reader::integers(value* v, value* const end) {
+  const std::byte* p = p_;
+  std::size_t elements = elements_;
+  const std::size_t max = opt_.max_elements;
+  while (v != end && end_ - p >= 5 && *p == std::byte{0x04} && elements < max) {
+    ++elements;
+    *v++ = integer29(u29_unchecked(++p));
+  }
+  p_ = p;
+  elements_ = elements;
+  return v;
 }
 
 bool reader::amf3_object(const std::byte* tok, value& out) {

@@ -25,8 +25,7 @@ class reader {
       switch (std::to_integer<unsigned>(*p_)) {
         case 0x04:
           if (!element()) return false;
-          ++p_;
-          out = integer29(u29_unchecked());
+          out = integer29(u29_unchecked(++p_));
           return true;
         case 0x05: {
           if (!element()) return false;
@@ -36,11 +35,12 @@ class reader {
           out = value::number(d);
           return true;
         }
-        case 0x06: {  // a reference to a string, in one byte
-          const auto h = std::to_integer<unsigned>(p_[1]);
-          if ((h & 0x81) != 0 || (h >> 1) >= strings_.size()) break;
+        case 0x06: {  // a reference to a string
+          const std::byte* p = p_ + 1;
+          const std::uint32_t h = u29_unchecked(p);
+          if ((h & 1) != 0 || (h >> 1) >= strings_.size()) break;
           if (!element()) return false;
-          p_ += 2;
+          p_ = p;
           out = value::string(strings_[h >> 1]);
           return true;
         }
@@ -115,19 +115,24 @@ class reader {
   static value integer29(std::uint32_t u) {
     return value::integer(static_cast<std::int32_t>(u << 3) >> 3);
   }
-  /// A U29 with at least four bytes left.
-  std::uint32_t u29_unchecked() {
+  /// A U29 at `p`, with at least four bytes left; `p` moves past it.
+  static std::uint32_t u29_unchecked(const std::byte*& p) {
     std::uint32_t r = 0;
     for (int i = 0; i < 3; ++i) {
-      const auto b = std::to_integer<std::uint32_t>(*p_++);
+      const auto b = std::to_integer<std::uint32_t>(*p++);
       if (b < 0x80) return (r << 7) | b;
       r = (r << 7) | (b & 0x7F);
     }
-    return (r << 8) | std::to_integer<std::uint32_t>(*p_++);
+    return (r << 8) | std::to_integer<std::uint32_t>(*p++);
   }
+  value* integers(value* v, value* end);
   bool string3(std::string_view& s);
   bool count(std::uint32_t n, std::size_t min_bytes_each);
-  bool add_object(std::pmr::vector<node*>& table, node* n);
+  bool add_object(std::pmr::vector<node*>& table, node* n) {
+    if (table.size() >= opt_.max_references) return fail(errc::limit_exceeded);
+    table.push_back(n);
+    return true;
+  }
   bool element();
   template <class Node>
   bool reference(std::uint32_t index, type expected, const std::byte* tok, value& out);
@@ -136,6 +141,7 @@ class reader {
   bool amf3_members(std::pmr::vector<member>& out);
   bool amf3_object(const std::byte* tok, value& out);
   bool amf3_array(const std::byte* tok, value& out);
+  bool amf3_dense(std::pmr::vector<value>& dense, std::uint32_t n);
   bool amf3_vector(type kind, const std::byte* tok, value& out);
   bool amf3_dictionary(const std::byte* tok, value& out);
   bool amf3_external(const traits* t, const std::byte* tok, value& out);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "amf/encode.hpp"
 #include "corpus.hpp"
 
 namespace amf::test {
@@ -151,6 +152,7 @@ TEST(Decode, ErrorsNameTheCodeAndOffset) {
       {"0d 09 00 00 00 00 01", true, errc::length_exceeds_input, 3},
       {"0a 07 07 66 6f 6f", true, errc::unknown_externalizable, 0},
       {"01 01", true, errc::trailing_bytes, 1},
+      {"09 09 01 04 01 04 02 04 03 04 ff", true, errc::truncated, 11},
   };
   for (const auto& c : cases) {
     document doc;
@@ -198,10 +200,36 @@ TEST(Decode, LimitsFromTheOptions) {
   amf3("09 07 01 01 01 01", doc, ec, o);
   EXPECT_EQ(ec.code, errc::limit_exceeded);
   EXPECT_EQ(ec.offset, 5u);
+  o.max_elements = 2;  // met inside a run of integers, with bytes after it
+  amf3("09 09 01 04 01 04 02 04 03 04 04", doc, ec, o);
+  EXPECT_EQ(ec.code, errc::limit_exceeded);
+  EXPECT_EQ(ec.offset, 5u);
   o = {};
   o.max_references = 1;
   amf3("09 05 01 09 01 01", doc, ec, o);
   EXPECT_EQ(ec.code, errc::limit_exceeded);
+}
+
+// Arrays are filled a block at a time with runs of integers read apart: values of every kind
+// and width across block edges come back in order.
+TEST(Decode, LongMixedArraysComeBackInOrder) {
+  document built;
+  auto* a = built.create<array_node>(type::array, built.resource());
+  for (int i = 0; i < 1000; ++i) {
+    auto n = static_cast<std::int32_t>(std::int64_t{i} * 2654435761 % (1 << 28));  // all widths
+    if (i % 7 == 6) n = -n - 1;
+    a->dense.push_back(i % 5 == 4   ? built.string("s" + std::to_string(i % 9))
+                       : i % 5 == 3 ? value::number(i + 0.5)
+                                    : value::integer(n));
+  }
+  std::string out;
+  encode_amf3(value::of(a), out);
+  document doc;
+  decode_error ec;
+  const value v = decode_amf3(bytes(out), doc, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(equivalent(v, value::of(a)));
+  EXPECT_EQ(v.as_array()->dense.size(), 1000u);
 }
 
 TEST(Decode, MemoryStaysWithinASmallMultipleOfTheInput) {
