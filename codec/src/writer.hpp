@@ -117,8 +117,8 @@ class writer {
     if (s.size() >= long_run) {  // appended as it is: not written twice, zeros then bytes
       sync();
       out_.append(s);
-    } else if (!s.empty()) {
-      std::memcpy(room(s.size()), s.data(), s.size());
+    } else {
+      copy(room(s.size()), s.data(), s.size());
     }
     len_ += s.size();
   }
@@ -136,8 +136,31 @@ class writer {
     char* p = room(2 + s.size());
     p[0] = static_cast<char>(s.size() >> 8);
     p[1] = static_cast<char>(s.size());
-    if (!s.empty()) std::memcpy(p + 2, s.data(), s.size());
+    copy(p + 2, s.data(), s.size());
     len_ += 2 + s.size();
+  }
+  /// Copies `n` bytes. Most strings written are short (member names, class names, values):
+  /// up to 16 bytes are two overlapping loads and stores instead of a call to memcpy.
+  static void copy(char* to, const char* from, std::size_t n) {
+    if (n >= 8 && n <= 16) {
+      copy_fixed<8>(to, from);
+      copy_fixed<8>(to + n - 8, from + n - 8);
+    } else if (n >= 4 && n < 8) {
+      copy_fixed<4>(to, from);
+      copy_fixed<4>(to + n - 4, from + n - 4);
+    } else if (n > 16) {
+      std::memcpy(to, from, n);
+    } else if (n > 0) {
+      to[0] = from[0];
+      to[n / 2] = from[n / 2];
+      to[n - 1] = from[n - 1];
+    }
+  }
+  template <std::size_t N>
+  static void copy_fixed(char* to, const char* from) {
+    char b[N];
+    std::memcpy(b, from, N);
+    std::memcpy(to, b, N);
   }
   /// The bytes written so far (and what `out` held before).
   std::size_t size() const noexcept { return len_; }

@@ -121,6 +121,19 @@ TEST(Encode, Amf0DateRepeatedIsAReferenceAndArgumentsAreNotCounted) {
             "070000");
 }
 
+// Short strings are copied in overlapping pieces, by length: every length up to past the
+// longest such piece comes out whole, in AMF0 and AMF3.
+TEST(Encode, StringsOfEveryShortLength) {
+  const std::string text = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (std::size_t n = 0; n <= 20; ++n) {
+    const std::string s = text.substr(n % 7, n);
+    std::string len0 = {static_cast<char>(0x02), '\0', static_cast<char>(n)};
+    EXPECT_EQ(amf0_hex(value::string(s)), json::to_hex(bytes(len0 + s))) << n;
+    std::string len3 = {static_cast<char>(0x06), static_cast<char>(n << 1 | 1)};
+    EXPECT_EQ(amf3_hex(value::string(s)), json::to_hex(bytes(len3 + s))) << n;
+  }
+}
+
 TEST(Encode, Amf0LongStringsAndTheSwitchToAmf3) {
   document doc;
   EXPECT_EQ(amf0_hex(doc.string("hi").with_flags(value::long_string)), "0c000000026869");
