@@ -299,12 +299,7 @@ bool reader::amf3(value& out) {
       std::uint32_t h;
       if (!u29(h)) return false;
       if ((h & 1) == 0) return reference<date_node>(h >> 1, type::date, tok, out);
-      double ms;
-      if (!f64(ms)) return false;
-      auto* d = doc_.create<date_node>(ms, std::int16_t{0});
-      if (!add_object(amf3_objects, d)) return false;
-      out = value::of(d);
-      return true;
+      return date3(out);
     }
     case 0x09:
       return amf3_array(tok, out);
@@ -334,6 +329,16 @@ bool reader::amf3(value& out) {
     default:
       return fail(errc::unknown_marker, tok);
   }
+}
+
+// A date's milliseconds, after its marker and its header (not a reference).
+bool reader::date3(value& out) {
+  double ms;
+  if (!f64(ms)) return false;
+  auto* d = doc_.create<date_node>(ms, std::int16_t{0});
+  if (!add_object(amf3_objects, d)) return false;
+  out = value::of(d);
+  return true;
 }
 
 // Name/value pairs up to the empty name: an array's associative part, an object's dynamic

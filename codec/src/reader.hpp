@@ -18,8 +18,8 @@ class reader {
 
   bool amf0(value& out, bool arguments = false);
   bool amf3(value& out);
-  /// `amf3`, with the commonest values (integers, doubles, strings met before) read in place
-  /// when their bytes are at hand: members of objects and arrays are mostly these.
+  /// `amf3`, with the commonest values (integers, doubles, strings met before, dates) read in
+  /// place when their bytes are at hand: members of objects and arrays are mostly these.
   bool amf3_member(value& out) {
     if (remaining() >= 9) {
       switch (std::to_integer<unsigned>(*p_)) {
@@ -35,6 +35,11 @@ class reader {
           out = value::number(d);
           return true;
         }
+        case 0x08:  // a date in full (not a reference)
+          if (p_[1] != std::byte{0x01}) break;
+          if (!element()) return false;
+          p_ += 2;
+          return date3(out);
         case 0x06: {  // a reference to a string
           const std::byte* p = p_ + 1;
           const std::uint32_t h = u29_unchecked(p);
@@ -127,6 +132,7 @@ class reader {
   }
   value* integers(value* v, value* end);
   bool string3(std::string_view& s);
+  bool date3(value& out);
   bool count(std::uint32_t n, std::size_t min_bytes_each);
   bool add_object(std::pmr::vector<node*>& table, node* n) {
     if (table.size() >= opt_.max_references) return fail(errc::limit_exceeded);

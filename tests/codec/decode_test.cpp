@@ -153,6 +153,7 @@ TEST(Decode, ErrorsNameTheCodeAndOffset) {
       {"0a 07 07 66 6f 6f", true, errc::unknown_externalizable, 0},
       {"01 01", true, errc::trailing_bytes, 1},
       {"09 09 01 04 01 04 02 04 03 04 ff", true, errc::truncated, 11},
+      {"09 03 01 08 01 00 00 00 00 00 00 00", true, errc::truncated, 5},
   };
   for (const auto& c : cases) {
     document doc;
