@@ -396,7 +396,8 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
     if (!rq.store_error.empty()) throw store_fault(rq.store_error);
     if (const auto& no = rq.login_refused) {
-      throw fault(no->code(), std::string(no->what()) + "; " + full.c_str() + " requires a login",
+      throw fault(no->code(),
+                  std::string(no->what()).append("; ").append(full).append(" requires a login"),
                   no->detail());
     }
     throw fault("Client.Authentication", std::string(full) + " requires a login");
@@ -406,7 +407,7 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
     if (rq.user->has_role(role)) return;
   }
   throw fault("Client.Authorization",
-              "user " + services::quoted(rq.user->name) + " may not call " + full.c_str());
+              ("user " + services::quoted(rq.user->name) + " may not call ").append(full));
 }
 
 net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view service,
