@@ -35,11 +35,6 @@ class reader {
           out = value::number(d);
           return true;
         }
-        case 0x08:  // a date in full (not a reference)
-          if (p_[1] != std::byte{0x01}) break;
-          if (!element()) return false;
-          p_ += 2;
-          return date3(out);
         case 0x06: {  // a reference to a string
           const std::byte* p = p_ + 1;
           const std::uint32_t h = u29_unchecked(p);
@@ -49,6 +44,11 @@ class reader {
           out = value::string(strings_[h >> 1]);
           return true;
         }
+        case 0x08:  // a date in full (not a reference)
+          if (p_[1] != std::byte{0x01}) break;
+          if (!element()) return false;
+          p_ += 2;
+          return date3(out);
         default:
           break;
       }
