@@ -332,10 +332,8 @@ messaging::woken messaging::append(destination& d, std::shared_ptr<stored> m) {
   woken out;
   for (const subscription* s : d.subscribers) {
     if (!selects(*s, *kept)) continue;
-    if (const auto c = clients_.find(s->client); c != clients_.end()) {
-      if (c->second.parked) out.push_back(c->second.parked);
-      if (c->second.stream) out.push_back(c->second.stream);
-    }
+    if (s->owner->parked) out.push_back(s->owner->parked);
+    if (s->owner->stream) out.push_back(s->owner->stream);
   }
   return out;
 }
@@ -367,7 +365,9 @@ void messaging::sweep() {
       ++it;
       continue;
     }
-    for (const auto& id : std::vector(it->second.subscriptions)) remove_subscription(id);
+    for (const subscription* s : std::vector(it->second.subscriptions)) {
+      remove_subscription(s->id);
+    }
     it = clients_.erase(it);
   }
 }
@@ -424,9 +424,10 @@ messaging::subscription& messaging::new_subscription(client& c, std::string_view
   s.id = subscription_id;
   s.client = client_id;
   s.dest = &d;
+  s.owner = &c;
   s.cursor = d.next_index;  // from now on: what was published before is not for it
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
-  c.subscriptions.push_back(kept.id);
+  c.subscriptions.push_back(&kept);
   d.subscribers.insert(&kept);
   return kept;
 }
@@ -492,9 +493,7 @@ void messaging::remove_subscription(const std::string& id_ref) {
   const std::string id = id_ref;  // `id_ref` may live in what is erased
   const auto it = subscriptions_.find(id);
   if (it == subscriptions_.end()) return;
-  if (const auto c = clients_.find(it->second.client); c != clients_.end()) {
-    std::erase(c->second.subscriptions, id);
-  }
+  std::erase(it->second.owner->subscriptions, &it->second);
   it->second.dest->subscribers.erase(&it->second);
   subscriptions_.erase(it);
 }
@@ -513,7 +512,7 @@ void messaging::disconnect(std::string_view client_id) {
   const std::lock_guard lock(mutex_);
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
-  for (const auto& id : std::vector(it->second.subscriptions)) remove_subscription(id);
+  for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
   if (it->second.parked) wake_up(it->second.parked, wake::replaced);
   if (it->second.stream) wake_up(it->second.stream, wake::replaced);
   clients_.erase(it);
@@ -528,10 +527,11 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   }
   c->second.seen = clock::now();
   // The client's subscriptions as they are (nothing below changes them), or the one named.
-  const std::vector<std::string>& all = c->second.subscriptions;
-  std::span<const std::string> ids = all;
+  const std::vector<subscription*>& all = c->second.subscriptions;
+  std::span<subscription* const> ids = all;
   if (!subscription_id.empty()) {
-    const auto named = std::find(all.begin(), all.end(), subscription_id);
+    const auto named = std::find_if(
+        all.begin(), all.end(), [&](const subscription* s) { return s->id == subscription_id; });
     if (named == all.end()) throw not_subscribed("not subscribed as " + quoted(subscription_id));
     ids = {&*named, 1};
   }
@@ -543,8 +543,8 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
     std::uint64_t end;  ///< past what it examined
   };
   std::vector<read_to> read;
-  for (const auto& id : ids) {
-    subscription& s = subscriptions_.find(id)->second;
+  for (subscription* const subscribed : ids) {
+    subscription& s = *subscribed;
     destination& d = *s.dest;
     const std::uint64_t first = d.first_index();
     if (s.cursor < first) {
@@ -628,9 +628,9 @@ boost::asio::awaitable<void> messaging::save(std::string client_id) {
 
 void messaging::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs) {
   if (const auto c = clients_.find(client_id); c != clients_.end()) {
-    for (const auto& id : std::vector(c->second.subscriptions)) {  // ended elsewhere
-      if (std::none_of(subs.begin(), subs.end(), [&](const auto& s) { return s.id == id; })) {
-        remove_subscription(id);
+    for (const subscription* kept : std::vector(c->second.subscriptions)) {  // ended elsewhere
+      if (std::none_of(subs.begin(), subs.end(), [&](const auto& s) { return s.id == kept->id; })) {
+        remove_subscription(kept->id);
       }
     }
   }
@@ -668,8 +668,8 @@ std::vector<messaging::shared_subscription> messaging::shared_state(
   std::vector<shared_subscription> out;
   const auto c = clients_.find(client_id);
   if (c == clients_.end()) return out;
-  for (const auto& id : c->second.subscriptions) {
-    const subscription& s = subscriptions_.find(id)->second;
+  for (const subscription* kept : c->second.subscriptions) {
+    const subscription& s = *kept;
     shared_subscription& o = out.emplace_back();
     o.id = s.id;
     o.destination = s.dest->name;
@@ -720,10 +720,8 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
   auto w = hold(c, client_id, session, std::move(executor), false, refused);
   // A message that came after the poll that found nothing and before this park woke no one:
   // the poll reads again at once.
-  if (w && std::any_of(c.subscriptions.begin(), c.subscriptions.end(), [&](const auto& id) {
-        const subscription& s = subscriptions_.find(id)->second;
-        return s.cursor < s.dest->next_index;
-      })) {
+  if (w && std::any_of(c.subscriptions.begin(), c.subscriptions.end(),
+                       [](const subscription* s) { return s->cursor < s->dest->next_index; })) {
     w->why = wake::message;
   }
   return w;

@@ -217,14 +217,16 @@ class messaging {
     selector sel;
   };
   struct destination;
+  struct client;
   struct subscription {
     std::string id, client;
-    destination* dest = nullptr;  ///< destinations live as long as the broker
+    destination* dest = nullptr;     ///< destinations live as long as the broker
+    struct client* owner = nullptr;  ///< `client` in clients_, kept while it has subscriptions
     std::vector<filter> filters;
     std::uint64_t cursor = 0;  ///< the index of the next message to read
   };
   struct client {
-    std::vector<std::string> subscriptions;
+    std::vector<subscription*> subscriptions;  ///< in subscriptions_
     std::shared_ptr<waiter> parked, stream;
     std::chrono::steady_clock::time_point seen;
   };
