@@ -113,6 +113,7 @@ fuzz() {
   cp "$work"/packet/* "$work/gateway/"
   cp "$root"/tests/fuzz/json_seeds/* "$work/json/"
   cp "$root"/tests/fuzz/selector_seeds/* "$work/selector/"
+  cp "$root"/tests/fuzz/gateway_seeds/* "$work/gateway/"
   local ok=0
   for t in amf0 amf3 packet json gateway selector; do
     echo "-- fuzz_$t for ${fuzz_seconds}s"

@@ -68,7 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const amf::packet in =
       amf::decode_packet(std::span(reinterpret_cast<const std::byte*>(data), size), doc, ec, opt);
   if (ec) die("answered 200, yet the request does not decode");
-  const amf::packet out = amf::decode_packet(amf::as_bytes(ex.body), doc, ec);
+  // The answer read with the classes the gateway knows (an echoed Red5 ExternalizableClass
+  // comes back as one), and the default depth: a reply wraps what the request held.
+  amf::decode_options answer;
+  answer.classes = opt.classes;
+  const amf::packet out = amf::decode_packet(amf::as_bytes(ex.body), doc, ec, answer);
   if (ec) die("the answer does not decode");
   if (out.bodies.size() != in.bodies.size()) die("not every body is answered");
   return 0;
