@@ -528,12 +528,12 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   c->second.seen = clock::now();
   // The client's subscriptions as they are (nothing below changes them), or the one named.
   const std::vector<subscription*>& all = c->second.subscriptions;
-  std::span<subscription* const> ids = all;
+  std::span<subscription* const> read_from = all;
   if (!subscription_id.empty()) {
     const auto named = std::find_if(
         all.begin(), all.end(), [&](const subscription* s) { return s->id == subscription_id; });
     if (named == all.end()) throw not_subscribed("not subscribed as " + quoted(subscription_id));
-    ids = {&*named, 1};
+    read_from = {&*named, 1};
   }
   const std::size_t max = cfg_.max_messages_per_poll;
   const auto now = clock::now();
@@ -543,7 +543,7 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
     std::uint64_t end;  ///< past what it examined
   };
   std::vector<read_to> read;
-  for (subscription* const subscribed : ids) {
+  for (subscription* const subscribed : read_from) {
     subscription& s = *subscribed;
     destination& d = *s.dest;
     const std::uint64_t first = d.first_index();
@@ -569,7 +569,7 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   // In the order they were published; past the per-poll bound the rest waits, each
   // subscription's cursor stopping at its first message left out.
   // (One subscription's are in order already: std::stable_sort would still allocate.)
-  if (ids.size() > 1) {
+  if (read_from.size() > 1) {
     std::stable_sort(
         out.messages.begin(), out.messages.end(),
         [](const delivery& a, const delivery& b) { return a.message->order < b.message->order; });
