@@ -620,9 +620,9 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
     case op::disconnect: {
       const amf::value dsid = in.header("DSId");
       if (dsid.kind() == amf::type::string) {
-        std::string client(dsid.as_string());
+        const std::string_view client = dsid.as_string();
         services_.messaging().disconnect(client);
-        co_await services_.messaging().save(std::move(client));
+        co_await services_.messaging().save(client);
       }
       co_return amf::value::null();
     }
@@ -636,13 +636,13 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
   }
 }
 
-std::string gateway::flex_client(const amf::flex::message& in) {
+std::string_view gateway::flex_client(const amf::flex::message& in) {
   const amf::value h = in.header("DSId");
   if (h.kind() != amf::type::string || h.as_string().empty() || h.as_string() == "nil") {
     throw fault("Server.Processing",
                 "the message has no DSId header (10030): connect the channel (a ping) first");
   }
-  return std::string(h.as_string());
+  return h.as_string();
 }
 
 namespace {
@@ -669,7 +669,7 @@ net::awaitable<void> gateway::subscription(request_ptr rq, const amf::flex::mess
                                            amf::flex::message& ack) {
   using op = amf::flex::operation;
   auto& m = services_.messaging();
-  const std::string client = flex_client(in);
+  const std::string_view client = flex_client(in);
   const services::principal* user = rq->user ? &*rq->user : nullptr;
   co_await m.load(client);  // shared: what other instances did to them
   const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
@@ -692,7 +692,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
                                               amf::flex::message& reply, bool& small) {
   auto& m = services_.messaging();
   const auto& settings = m.settings();
-  const std::string client = flex_client(in);
+  const std::string_view client = flex_client(in);
   // A general poll (no clientId) reads every subscription of the client and may park;
   // Consumer.receive() names one and never parks (BlazeDS AbstractEndpoint).
   const bool general = in.client_id.kind() != amf::type::string;
@@ -708,8 +708,8 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
     small = false;
   };
   using wake = services::messaging::wake;
-  std::string subscription_id(general ? "" : in.client_id.as_string());
-  services::messaging::batch b = co_await m.async_poll(client, std::move(subscription_id));
+  const std::string_view subscription_id = general ? "" : in.client_id.as_string();
+  services::messaging::batch b = co_await m.async_poll(client, subscription_id);
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
   // the limits).
@@ -741,8 +741,8 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
           released = true;
           break;
         }
-        std::string all;  // a general poll: every subscription
-        b = co_await m.async_poll(client, std::move(all));
+        const std::string_view all;  // a general poll: every subscription
+        b = co_await m.async_poll(client, all);
         if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;

@@ -99,8 +99,8 @@ net::awaitable<std::string> message_stream::next() {
 net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) {
   services::messaging::batch b;
   try {
-    std::string client = waiter_->flex_client, all;
-    b = co_await messaging_.async_poll(std::move(client), std::move(all));
+    const std::string_view all;  // every subscription
+    b = co_await messaging_.async_poll(waiter_->flex_client, all);
   } catch (const services::fault&) {
     // No subscriptions yet (a stream opens when its channel connects, before them), or the
     // share cannot be reached for now: the next wake or heartbeat reads again.

@@ -5,6 +5,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 #include <deque>
 #include <set>
 #include <span>
@@ -513,8 +514,11 @@ void messaging::disconnect(std::string_view client_id) {
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
   for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
-  if (it->second.parked) wake_up(it->second.parked, wake::replaced);
-  if (it->second.stream) wake_up(it->second.stream, wake::replaced);
+  for (const auto& w : {it->second.parked, it->second.stream}) {
+    if (!w) continue;
+    wake_up(w, wake::replaced);
+    release(*w, it->second);
+  }
   clients_.erase(it);
 }
 
@@ -542,7 +546,7 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
     subscription* s;
     std::uint64_t end;  ///< past what it examined
   };
-  std::vector<read_to> read;
+  boost::container::small_vector<read_to, 4> read;  // a client has one or a few: no allocation
   for (subscription* const subscribed : read_from) {
     subscription& s = *subscribed;
     destination& d = *s.dest;
@@ -588,27 +592,29 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   return out;
 }
 
-boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string client_id,
-                                                               std::string subscription_id) {
+boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view client_id,
+                                                               std::string_view subscription_id) {
   if (!share_) co_return poll(client_id, subscription_id);
   co_await load(client_id);
   batch b = poll(client_id, subscription_id);
   if (b.messages.empty() && b.lost.empty()) co_return b;
   std::vector<std::pair<std::string, std::uint64_t>> cursors;
   for (auto& s : shared_state(client_id)) cursors.emplace_back(std::move(s.id), s.cursor);
+  std::string id(client_id);
   try {
-    co_await share_->advance(std::move(client_id), std::move(cursors));
+    co_await share_->advance(std::move(id), std::move(cursors));
   } catch (const store_unavailable& e) {
     throw unavailable(e);  // not delivered: read again by the next poll
   }
   co_return b;
 }
 
-boost::asio::awaitable<void> messaging::load(std::string client_id) {
+boost::asio::awaitable<void> messaging::load(std::string_view client_id) {
   if (!share_) co_return;
   std::vector<shared_subscription> subs;
+  std::string id(client_id);
   try {
-    subs = co_await share_->load(client_id);
+    subs = co_await share_->load(std::move(id));
   } catch (const store_unavailable& e) {
     throw unavailable(e);
   }
@@ -616,11 +622,12 @@ boost::asio::awaitable<void> messaging::load(std::string client_id) {
   adopt(client_id, subs);
 }
 
-boost::asio::awaitable<void> messaging::save(std::string client_id) {
+boost::asio::awaitable<void> messaging::save(std::string_view client_id) {
   if (!share_) co_return;
   auto subs = shared_state(client_id);
+  std::string id(client_id);
   try {
-    co_await share_->save(std::move(client_id), std::move(subs));
+    co_await share_->save(std::move(id), std::move(subs));
   } catch (const store_unavailable& e) {
     throw unavailable(e);
   }
@@ -683,20 +690,27 @@ std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view c
                                                    std::string_view session,
                                                    boost::asio::any_io_executor executor,
                                                    bool stream, const char*& refused) {
-  std::string key = session.empty() ? "client " + std::string(client_id) : std::string(session);
-  std::size_t& per_session = held_per_session_[key];
+  // Without a session, the FlexClient's own count (a client holds one poll and one stream).
+  auto counted = held_per_session_.end();
+  if (!session.empty()) {
+    counted = held_per_session_.find(session);
+    if (counted == held_per_session_.end()) {
+      counted = held_per_session_.emplace(std::string(session), 0).first;
+    }
+  }
+  std::size_t& per_session = session.empty() ? c.held : counted->second;
   refused = nullptr;
   if (per_session >= cfg_.max_held_per_session) refused = "messaging.max_held_per_session";
   if (stream ? streams_ >= cfg_.max_streams : parked_ >= cfg_.max_parked) {
     refused = stream ? "messaging.max_streams" : "messaging.max_parked";
   }
   if (refused) {
-    if (per_session == 0) held_per_session_.erase(key);
+    if (per_session == 0 && !session.empty()) held_per_session_.erase(counted);
     return nullptr;
   }
   auto w = std::make_shared<waiter>(std::move(executor));
   w->flex_client = client_id;
-  w->session = std::move(key);
+  w->session = session;
   w->stream = stream;
   w->counted = true;
   ++per_session;
@@ -713,7 +727,7 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
   client& c = touch(client_id);
   if (c.parked) {  // a second poll of the client: the first returns (DSNoOpPoll)
     wake_up(c.parked, wake::replaced);
-    release(*c.parked);
+    release(*c.parked, c);
     c.parked.reset();
   }
   const char* refused;
@@ -751,23 +765,27 @@ bool messaging::close_stream(std::string_view client_id) {
   return true;
 }
 
-void messaging::release(waiter& w) {
+void messaging::release(waiter& w, client& c) {
   if (!std::exchange(w.counted, false)) return;
   --(w.stream ? streams_ : parked_);
-  if (const auto it = held_per_session_.find(w.session); it != held_per_session_.end()) {
+  if (w.session.empty()) {
+    --c.held;
+  } else if (const auto it = held_per_session_.find(w.session); it != held_per_session_.end()) {
     if (--it->second == 0) held_per_session_.erase(it);
   }
 }
 
 void messaging::unpark(const std::shared_ptr<waiter>& w) {
   const std::lock_guard lock(mutex_);
-  release(*w);
-  if (const auto c = clients_.find(w->flex_client); c != clients_.end()) {
-    c->second.seen = clock::now();
-    auto& held = w->stream ? c->second.stream : c->second.parked;
-    if (held == w) held.reset();
-    forget_if_unused(w->flex_client);
-  }
+  // Still counted, it is still its FlexClient's: a poll that replaced it and a disconnect
+  // released it when they took it away (and only a client that holds nothing goes).
+  const auto c = clients_.find(w->flex_client);
+  if (c == clients_.end()) return;
+  release(*w, c->second);
+  c->second.seen = clock::now();
+  auto& held = w->stream ? c->second.stream : c->second.parked;
+  if (held == w) held.reset();
+  forget_if_unused(w->flex_client);
 }
 
 boost::asio::awaitable<messaging::wake> messaging::waiter::wait_until(clock::time_point until) {
@@ -793,7 +811,23 @@ void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
 }
 
 void messaging::wake_all(const woken& waiters) {
-  for (const auto& w : waiters) wake_up(w, wake::message);
+  // One post to each I/O thread (a connection's executor is its thread's), not one to each
+  // waiter: a message for thousands of consumers enters each thread's queue once.
+  std::vector<std::pair<boost::asio::any_io_executor, woken>> by_thread;
+  for (const auto& w : waiters) {
+    wake none = wake::none;
+    if (!w->why.compare_exchange_strong(none, wake::message)) continue;
+    const auto ex = w->timer.get_executor();
+    auto t = std::find_if(by_thread.begin(), by_thread.end(),
+                          [&](const auto& same) { return same.first == ex; });
+    if (t == by_thread.end()) t = by_thread.insert(t, {ex, {}});
+    t->second.push_back(w);
+  }
+  for (auto& [ex, woken] : by_thread) {
+    boost::asio::post(ex, [woken = std::move(woken)] {
+      for (const auto& w : woken) w->timer.cancel();
+    });
+  }
 }
 
 void messaging::drain() {

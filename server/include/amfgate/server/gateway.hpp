@@ -89,8 +89,9 @@ class gateway {
   /// SUBSCRIBE, UNSUBSCRIBE and MULTI_SUBSCRIBE.
   boost::asio::awaitable<void> subscription(request_ptr rq, const amf::flex::message& in,
                                             amf::flex::message& ack);
-  /// The FlexClient id (DSId) that messaging needs; fault 10030 without one.
-  static std::string flex_client(const amf::flex::message& in);
+  /// The FlexClient id (DSId) that messaging needs, a view into the request; fault 10030
+  /// without one.
+  static std::string_view flex_client(const amf::flex::message& in);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
   /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
   void client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,

@@ -109,9 +109,10 @@ class messaging {
 
     boost::asio::steady_timer timer;
     std::atomic<wake> why{wake::none};
-    std::string flex_client, session;
+    std::string flex_client, session;  ///< session: empty without one
     bool stream = false;
-    bool counted = false;  ///< in the held counts (guarded by the broker's mutex)
+    /// In the held counts while its FlexClient holds it (guarded by the broker's mutex).
+    bool counted = false;
   };
 
   /// A subscription as instances share it.
@@ -174,12 +175,13 @@ class messaging {
   /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
   batch poll(std::string_view client, std::string_view subscription = {});
   /// `poll`, shared: reads the client's subscriptions from the share first, and writes the
-  /// cursors it moved back before it returns.
-  boost::asio::awaitable<batch> async_poll(std::string client, std::string subscription);
+  /// cursors it moved back before it returns. `client` and `subscription` are read until it
+  /// returns (as below): the awaiting coroutine holds what they view.
+  boost::asio::awaitable<batch> async_poll(std::string_view client, std::string_view subscription);
   /// Shared: reads the subscriptions of `client` from the share, before a change to them.
-  boost::asio::awaitable<void> load(std::string client);
+  boost::asio::awaitable<void> load(std::string_view client);
   /// Shared: writes the subscriptions of `client` to the share, after a change to them.
-  boost::asio::awaitable<void> save(std::string client);
+  boost::asio::awaitable<void> save(std::string_view client);
   /// From the share: the next message of a destination's shared log.
   void mirror(std::shared_ptr<stored> m);
   /// From the share: the subscriptions of `client` changed on another instance; what it
@@ -228,6 +230,7 @@ class messaging {
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
     std::shared_ptr<waiter> parked, stream;
+    std::size_t held = 0;  ///< of them, those counted without a session
     std::chrono::steady_clock::time_point seen;
   };
   using woken = std::vector<std::shared_ptr<waiter>>;
@@ -253,8 +256,8 @@ class messaging {
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
   static void wake_all(const woken& waiters);
-  /// Takes a parked poll or a stream out of the counts (once).
-  void release(waiter& w);
+  /// Takes a parked poll or a stream of `c` out of the counts (once), when `c` lets it go.
+  void release(waiter& w, client& c);
   /// A waiter for `client` within the limits, or the reason there is none.
   std::shared_ptr<waiter> hold(client& c, std::string_view client_id, std::string_view session,
                                boost::asio::any_io_executor executor, bool stream,
@@ -274,7 +277,7 @@ class messaging {
   using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
-  std::map<std::string, std::size_t, std::less<>> held_per_session_;
+  std::map<std::string, std::size_t, std::less<>> held_per_session_;  ///< with a session
   std::size_t parked_ = 0, streams_ = 0;
   std::uint64_t order_ = 0;
   bool draining_ = false;
