@@ -803,9 +803,18 @@ boost::asio::awaitable<messaging::wake> messaging::waiter::wait_until(clock::tim
   co_return why.exchange(wake::none);
 }
 
+namespace {
+
+// Records why `w` wakes, unless something woke it already: whether this did.
+bool first_wake(messaging::waiter& w, messaging::wake why) {
+  auto none = messaging::wake::none;
+  return w.why.compare_exchange_strong(none, why);
+}
+
+}  // namespace
+
 void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
-  wake none = wake::none;
-  if (!w->why.compare_exchange_strong(none, why)) return;
+  if (!first_wake(*w, why)) return;
   // The timer belongs to the poll's executor (its connection's strand): cancelled there.
   boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
 }
@@ -815,8 +824,7 @@ void messaging::wake_all(const woken& waiters) {
   // waiter: a message for thousands of consumers enters each thread's queue once.
   std::vector<std::pair<boost::asio::any_io_executor, woken>> by_thread;
   for (const auto& w : waiters) {
-    wake none = wake::none;
-    if (!w->why.compare_exchange_strong(none, wake::message)) continue;
+    if (!first_wake(*w, wake::message)) continue;
     const auto ex = w->timer.get_executor();
     auto t = std::find_if(by_thread.begin(), by_thread.end(),
                           [&](const auto& same) { return same.first == ex; });
