@@ -815,14 +815,14 @@ bool first_wake(messaging::waiter& w, messaging::wake why) {
 
 void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
   if (!first_wake(*w, why)) return;
-  // The timer belongs to the poll's executor (its connection's strand): cancelled there.
+  // The timer belongs to the poll's executor (its connection's I/O thread): cancelled there.
   boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
 }
 
 void messaging::wake_all(const woken& waiters) {
   // One post to each I/O thread (a connection's executor is its thread's), not one to each
   // waiter: a message for thousands of consumers enters each thread's queue once.
-  std::vector<std::pair<boost::asio::any_io_executor, woken>> by_thread;
+  boost::container::small_vector<std::pair<boost::asio::any_io_executor, woken>, 4> by_thread;
   for (const auto& w : waiters) {
     if (!first_wake(*w, wake::message)) continue;
     const auto ex = w->timer.get_executor();
