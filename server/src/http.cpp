@@ -16,7 +16,6 @@
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -34,7 +33,6 @@
 #include "body_pool.hpp"
 #include "log_sink.hpp"
 #include "request_target.hpp"
-#include "streaming.hpp"
 
 // A request's method and target go into the access log escaped, written straight into the
 // line's buffer: no string of their own per request.
