@@ -2,7 +2,7 @@
 # Runs every test: the unit and conformance suites, the live-daemon, EchoTest and deployment
 # suites and the fuzz replays under ASan+UBSan (g++), the release build and .deb with the
 # packaging checks, the contacts example built against the installed package, a benchmark
-# smoke run (each case checks its own result),
+# smoke run (each case checks its own result, the push client that every message arrived),
 # each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
 # and clang-format. Prints "N passed, M failed" last; exits non-zero on any failure.
 set -uo pipefail
@@ -86,17 +86,41 @@ examples() {
   rm -rf "$work"
 }
 step "the examples against the installed package" examples
+# The load script's push client, briefly, against a release daemon: it fails unless every
+# message reaches every consumer.
+push_smoke() {
+  local work pid status
+  work=$(mktemp -d)
+  cat >"$work/push.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18489},
+ "limits": {"max_connections_per_client": 0, "max_requests_per_client": 0},
+ "messaging": {"poll_wait_ms": 30000, "destinations": {"bench": {}}}}
+JSON
+  build/bench/server/amfgate --config "$work/push.json" >"$work/amfgate.log" &
+  pid=$!
+  for _ in $(seq 50); do
+    (: >/dev/tcp/127.0.0.1/18489) 2>/dev/null && break
+    sleep 0.1
+  done
+  build/bench/tests/bench/push_load 18489 "$pid" 20 20 10 2
+  status=$?
+  kill "$pid"
+  wait "$pid"
+  rm -rf "$work"
+  return "$status"
+}
 bench_smoke() {
   mkdir -p build/bench
   if ! { cmake -S . -B build/bench -DAMFGATE_SHARED_DIR="$shared" -DCMAKE_BUILD_TYPE=Release \
-    -DAMFGATE_TESTS=OFF && cmake --build build/bench -j"$jobs" --target amf_bench alloc_count; } \
-    >build/bench/build.log 2>&1; then
+    -DAMFGATE_TESTS=OFF && cmake --build build/bench -j"$jobs" --target amf_bench alloc_count \
+    amfgate push_load; } >build/bench/build.log 2>&1; then
     tail -50 build/bench/build.log
     return 1
   fi
   build/bench/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
     ! grep -q "ERROR OCCURRED" build/bench.log &&
-    build/bench/tests/bench/alloc_count 2000
+    build/bench/tests/bench/alloc_count 2000 &&
+    push_smoke
 }
 step "benchmark smoke run" bench_smoke
 
