@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sched.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -697,8 +698,19 @@ class connection : public std::enable_shared_from_this<connection> {
   std::list<std::weak_ptr<connection>>::iterator self_;
 };
 
+// The CPUs the daemon may run on: its affinity mask (taskset, a container's cpuset), which
+// hardware_concurrency() does not see.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 unsigned worker_threads(const config::worker_settings& w) {
-  return w.threads ? w.threads : 4 * std::max(1u, std::thread::hardware_concurrency());
+  return w.threads ? w.threads : 4 * usable_cpus();
 }
 
 }  // namespace
@@ -717,7 +729,7 @@ struct http_server::impl {
   impl(const config::gateway_config& cfg, metrics& m, std::shared_ptr<spdlog::logger> log,
        std::shared_ptr<spdlog::logger> access)
       : st{cfg, m, std::move(log), std::move(access)},
-        threads(cfg.threads ? cfg.threads : std::max(1u, std::thread::hardware_concurrency())),
+        threads(cfg.threads ? cfg.threads : usable_cpus()),
         contexts(make_contexts(threads)),
         ioc(*contexts.front()),
         acceptor(ioc),

@@ -1,5 +1,6 @@
 // The real daemon on a loopback port, driven over HTTP.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -270,6 +271,27 @@ TEST(Daemon, CrossdomainHealthAndMetrics) {
   EXPECT_EQ(d.wait(), 0);
   EXPECT_NE(std::system(probe.c_str()), 0);  // nobody listening
   std::remove(probe_config.c_str());
+}
+
+TEST(Daemon, ThreadsDefaultToTheCpusItMayRunOn) {
+  // `threads` and `workers.threads` 0: one I/O thread and four workers per CPU the daemon may
+  // run on. Started under taskset on one CPU (as a container's cpuset would), that is one.
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mine)) ++cpu;
+  const std::string base = "/tmp/amfgate-test-cpus-" + std::to_string(::getpid());
+  std::ofstream(base + ".json") << R"({"listen": {"address": "127.0.0.1", "port": 0}})";
+  process d;
+  d.start(
+      {"/usr/bin/taskset", "-c", std::to_string(cpu), AMFGATE_BINARY, "--config", base + ".json"},
+      base + ".log");
+  d.listening_port();
+  EXPECT_NE(d.log().find(" with 1 threads and 4 workers (queue 256)"), std::string::npos)
+      << d.log();
+  d.kill(SIGTERM);
+  std::remove((base + ".json").c_str());
+  std::remove((base + ".log").c_str());
 }
 
 TEST(Daemon, TheBatchedLogLosesNothingAtShutdown) {

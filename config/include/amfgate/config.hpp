@@ -55,7 +55,7 @@ struct limit_settings {
 /// The worker pool where plain (blocking) handlers, password checks and a blocking session
 /// store run.
 struct worker_settings {
-  unsigned threads = 0;       ///< 0 = four per core (handlers mostly wait on I/O)
+  unsigned threads = 0;       ///< 0 = four per usable CPU (handlers mostly wait on I/O)
   std::size_t max_queue = 0;  ///< calls waiting for a worker; past it 503. 0 = 64 per worker
 };
 
@@ -192,7 +192,7 @@ struct messaging_settings {
 
 struct gateway_config {
   listen_settings listen;
-  unsigned threads = 0;  ///< I/O threads; 0 = one per core
+  unsigned threads = 0;  ///< I/O threads; 0 = one per CPU of the daemon's affinity mask
   std::vector<std::string> gateway_paths{"/gateway", "/messagebroker/amf"};
   std::string default_service = "EchoService";
   bool debug = false;                 ///< fault details and introspection for clients
