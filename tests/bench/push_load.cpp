@@ -271,7 +271,8 @@ net::awaitable<void> streamer(std::uint16_t port, results& r) {
       body = head_end(in.bytes);
     }
     in.bytes.erase(0, body);
-    while (chunks.feed(in.bytes, payload)) {
+    for (bool more = true; more;) {
+      more = chunks.feed(in.bytes, payload);  // the frames before the last chunk count too
       std::size_t at = 0;
       for (;;) {
         while (at < payload.size() && payload[at] == '\0') ++at;
@@ -285,7 +286,7 @@ net::awaitable<void> streamer(std::uint16_t port, results& r) {
         at = cr + 2 + size + 2;
       }
       payload.erase(0, at);
-      co_await in.receive(s.socket());
+      if (more) co_await in.receive(s.socket());
     }
   } catch (const std::exception&) {
     ++r.failed;
