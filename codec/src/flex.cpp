@@ -1,19 +1,57 @@
 #include "amf/flex.hpp"
 
+#include <pthread.h>
+#include <sys/random.h>
 #include <chrono>
 #include <cmath>
 
-#include <random>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
 
 namespace amf::flex {
 
 namespace {
-void random_uuid(std::byte (&b)[16]) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  for (int i = 0; i < 2; ++i) {
-    std::uint64_t r = rng();
-    for (int j = 0; j < 8; ++j) b[i * 8 + j] = static_cast<std::byte>(r >> (8 * j));
+
+// Ids are bearer tokens (a DSId lets its holder poll, a subscription id names a stream), so
+// they come from the kernel's CSPRNG, never from a seeded generator whose state the ids
+// handed out would reveal. Bytes are drawn a block at a time per thread; a fork empties
+// every block, so a child never hands out the ids its parent will.
+std::atomic<unsigned> forks{0};
+
+struct random_block {
+  std::byte bytes[512];
+  std::size_t used = sizeof bytes;
+  unsigned generation = 0;
+
+  void take(std::byte* out, std::size_t n) {
+    static const int registered =
+        pthread_atfork(nullptr, nullptr, [] { forks.fetch_add(1, std::memory_order_relaxed); });
+    (void)registered;
+    const unsigned now = forks.load(std::memory_order_relaxed);
+    if (generation != now || used + n > sizeof bytes) refill(now);
+    std::memcpy(out, bytes + used, n);
+    std::memset(bytes + used, 0, n);  // handed out once
+    used += n;
   }
+
+  void refill(unsigned now) {
+    std::size_t got = 0;
+    while (got < sizeof bytes) {
+      const ssize_t r = ::getrandom(bytes + got, sizeof bytes - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) throw std::system_error(errno, std::system_category(), "getrandom");
+      got += static_cast<std::size_t>(r);
+    }
+    used = 0;
+    generation = now;
+  }
+};
+
+void random_uuid(std::byte (&b)[16]) {
+  thread_local random_block block;
+  block.take(b, sizeof b);
   b[6] = (b[6] & std::byte{0x0F}) | std::byte{0x40};  // version 4
   b[8] = (b[8] & std::byte{0x3F}) | std::byte{0x80};  // RFC 4122 variant
 }

@@ -1,6 +1,8 @@
 #include "amf/flex.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "amf/decode.hpp"
 #include "amf/encode.hpp"
@@ -127,6 +129,37 @@ TEST(Flex, Uuids) {
   EXPECT_EQ(flex::uuid_text(std::as_bytes(std::span(b->data(), b->size()))), u);
   EXPECT_FALSE(flex::uuid_bytes("8814a067-fe0d-3a9c-a274-4aaed9bd7b0b"));  // lowercase
   EXPECT_FALSE(flex::uuid_bytes("nil"));
+}
+
+// Ids are bearer tokens: they must not follow from state a process shares with another. A
+// seeded generator (the mt19937_64 these once came from) continues the same in a parent and
+// in each child it forks, and its outputs, sent to every client, reveal its state.
+TEST(Flex, UuidsDifferAcrossAFork) {
+  (void)flex::new_uuid();  // the thread's generator is in use before the fork
+  std::vector<std::string> ids;
+  for (int child = 0; child < 2; ++child) {
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string id = flex::new_uuid();
+      const auto written = ::write(out[1], id.data(), id.size());
+      ::_exit(written == static_cast<ssize_t>(id.size()) ? 0 : 1);
+    }
+    ::close(out[1]);
+    char text[64];
+    const auto got = ::read(out[0], text, sizeof text);
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_EQ(got, 36);
+    ids.emplace_back(text, 36);
+  }
+  ids.push_back(flex::new_uuid());
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_NE(ids[0], ids[2]);
+  EXPECT_NE(ids[1], ids[2]);
 }
 
 }  // namespace
