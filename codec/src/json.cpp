@@ -138,6 +138,14 @@ ordered_json writer::packet(const amf::packet& p) {
 }
 
 // Renders {"$ref": n} and returns true if `n` is in the table in force; else enters it.
+void writer::charge(std::size_t bytes) {
+  if (bytes > left_) {
+    throw error("the rendering is larger than " + std::to_string(max_) +
+                " bytes (it repeats what the packet references)");
+  }
+  left_ -= bytes;
+}
+
 bool writer::reference(const node* n, bool amf3, ordered_json& j) {
   auto& table = amf3 ? amf3_ : amf0_;
   auto [it, fresh] = table.emplace(n, static_cast<std::uint32_t>(table.size()));
@@ -149,12 +157,16 @@ bool writer::reference(const node* n, bool amf3, ordered_json& j) {
 ordered_json writer::members(const object_node& o, bool amf3, ordered_json j) {
   const auto& names = o.cls->sealed;
   for (std::size_t i = 0; i < names.size(); ++i) {
+    charge(names[i].size());
     j[escape(names[i])] = render(i < o.sealed.size() ? o.sealed[i] : value{}, amf3, false);
   }
   // A repeated name cannot be a JSON key twice: the whole dynamic part then goes as a list.
   std::unordered_set<std::string_view> seen(names.begin(), names.end());
   bool repeats = false;
-  for (const auto& m : o.dynamic) repeats |= !seen.insert(m.name).second;
+  for (const auto& m : o.dynamic) {
+    charge(m.name.size());
+    repeats |= !seen.insert(m.name).second;
+  }
   if (repeats && amf3) {
     auto list = ordered_json::array();
     for (const auto& m : o.dynamic) list.push_back({text(m.name), render(m.val, amf3, false)});
@@ -173,6 +185,8 @@ ordered_json writer::members(const object_node& o, bool amf3, ordered_json j) {
 }
 
 ordered_json writer::render(const value& v, bool amf3, bool arguments) {
+  charge(16);
+  if (v.kind() == type::string) charge(v.as_string().size());
   if (!amf3 && (v.has_flag(value::avmplus) || !fits_amf0(v.kind()))) {
     return ordered_json{{"$amf3", render(v, true, false)}};
   }
@@ -264,10 +278,12 @@ ordered_json writer::render(const value& v, bool amf3, bool arguments) {
     }
     case type::byte_array:
       if (reference(v.as_node(), amf3, j)) return j;
+      charge(2 * v.as_bytes()->bytes.size());
       return ordered_json{{"$bytes", to_hex(v.as_bytes()->bytes)}};
     case type::xml:
     case type::xml_document:
       if (amf3 && reference(v.as_node(), amf3, j)) return j;
+      charge(v.as_xml()->text.size());
       return ordered_json{{v.kind() == type::xml ? "$xml" : "$xmldoc", text(v.as_xml()->text)}};
     case type::vector_int:
     case type::vector_uint:
@@ -280,6 +296,7 @@ ordered_json writer::render(const value& v, bool amf3, bool arguments) {
           {"$vector", names[static_cast<int>(v.kind()) - static_cast<int>(type::vector_int)]},
           {"$fixed", vec->fixed}};
       if (v.kind() == type::vector_object) j["$type"] = text(vec->type_name);
+      charge(16 * (vec->ints.size() + vec->uints.size() + vec->doubles.size()));
       auto items = ordered_json::array();
       for (auto x : vec->ints) items.push_back(x);
       for (auto x : vec->uints) items.push_back(x);

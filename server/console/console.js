@@ -347,7 +347,9 @@ document.addEventListener('DOMContentLoaded', () => {
     loadServices();
   });
   $('logout').addEventListener('click', async () => {
-    await fetch('/console/logout', { method: 'POST' });
+    await fetch('/console/logout', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}',
+    });
     location.reload();
   });
   loadServices();

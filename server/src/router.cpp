@@ -89,6 +89,7 @@ exchange router::exchange_for(http_request& req) const {
   ex.client_address = req.client;
   ex.session_id = session_id(req);
   ex.on_wait = std::move(req.on_wait);
+  ex.on_park = std::move(req.on_park);
   ex.memory = req.memory;
   return ex;
 }
@@ -103,6 +104,29 @@ void router::session_cookie(const exchange& ex, http_reply& r) const {
   }
 }
 
+namespace {
+
+// CORS lets a page on any site POST with a "simple" content type (a form's, text/plain, or
+// none) and the user's cookie, without asking. The JSON endpoint and the console act on the
+// session of that cookie, so they take only other types, which a page on another origin can
+// send only after a preflight that CORS answers for the allowed origins alone.
+bool cross_site_type(std::string_view type) {
+  return type.empty() || media_type_is(type, "text/plain") ||
+         media_type_is(type, "application/x-www-form-urlencoded") ||
+         media_type_is(type, "multipart/form-data");
+}
+
+http_reply cross_site_refusal() {
+  http_reply r;
+  r.status = 415;
+  r.body =
+      "unsupported media type: a form or text/plain POST could come from a page on another "
+      "site; send application/json\n";
+  return r;
+}
+
+}  // namespace
+
 // POST /json/login, /json/logout, /json/<Service>/<method> (the service name may hold dots,
 // the method none).
 net::awaitable<http_reply> router::json_route(std::string_view path, http_request& req) {
@@ -113,6 +137,7 @@ net::awaitable<http_reply> router::json_route(std::string_view path, http_reques
     r.body = "method not allowed: the JSON endpoint takes POST\n";
     co_return r;
   }
+  if (cross_site_type(req.content_type)) co_return cross_site_refusal();
   const std::string_view rest = path.substr(6);
   exchange ex = exchange_for(req);
   if (rest == "login") {
@@ -176,6 +201,7 @@ net::awaitable<http_reply> router::console_route(std::string_view path, http_req
     r.body = "method not allowed\n";
     co_return r;
   }
+  if (req.method == "POST" && cross_site_type(req.content_type)) co_return cross_site_refusal();
   if (data) {
     bool allowed = co_await console_allowed(req);
     if (!allowed) {
@@ -238,16 +264,30 @@ net::awaitable<http_reply> router::stream_route(std::string_view command, http_r
                      "no DSId=<FlexClient id> in the body: connect the channel (a ping) first");
   }
   auto& messaging = gateway_.messaging();
-  if (command == "close") {
-    if (!messaging.close_stream(dsid)) co_return refuse(400, "this FlexClient has no stream open");
-    r.body.clear();
-    co_return r;
-  }
   std::shared_ptr<services::messaging::waiter> w;
+  std::optional<services::fault> refused;
   try {
-    w = messaging.open_stream(dsid, session_id(req), co_await net::this_coro::executor);
+    // Bound to a session, a FlexClient's stream is that session's only: as for a poll.
+    const std::string session = co_await gateway_.known_session(session_id(req));
+    const services::caller who{session, address_of(req.client)};
+    co_await gateway_.check_owner(dsid, session);
+    if (command == "close") {
+      if (!messaging.close_stream(dsid, who)) {
+        co_return refuse(400, "this FlexClient has no stream open");
+      }
+      r.body.clear();
+      co_return r;
+    }
+    w = messaging.open_stream(dsid, who, co_await net::this_coro::executor);
   } catch (const services::fault& f) {
-    co_return refuse(f.code() == "Server.Busy" ? 503 : 400, f.what());
+    refused = f;
+  }
+  if (refused) {
+    const auto& code = refused->code();
+    co_return refuse(code == "Server.Busy" || code == "Server.Session.Unavailable" ? 503
+                     : code == "Client.Authorization"                              ? 403
+                                                                                   : 400,
+                     refused->what());
   }
   r.content_type = "application/x-amf";
   r.headers.emplace_back("Cache-Control", "no-cache, no-store, must-revalidate");

@@ -3,6 +3,7 @@
 // so the codec core stays free of dependencies.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
@@ -31,6 +32,10 @@ class error : public std::runtime_error {
 /// consecutive calls share tables until `reset` (as values of one stream do).
 class writer {
  public:
+  /// `max_bytes` bounds what a rendering may hold (about its JSON text's size): a packet of a
+  /// few bytes can reference one long string a million times, and each is written in full.
+  /// Past it, `error`.
+  explicit writer(std::size_t max_bytes = SIZE_MAX) : left_(max_bytes), max_(max_bytes) {}
   ordered_json amf0(const value& v) { return render(v, false, false); }
   /// The argument array of a request body: not counted in the AMF0 table.
   ordered_json amf0_arguments(const value& v) { return render(v, false, true); }
@@ -43,8 +48,11 @@ class writer {
   ordered_json external(const external_node& e);
   ordered_json members(const object_node& o, bool amf3, ordered_json j);
   bool reference(const node* n, bool amf3, ordered_json& j);
+  /// Counts `bytes` of rendering against max_bytes.
+  void charge(std::size_t bytes);
 
   std::unordered_map<const node*, std::uint32_t> amf0_, amf3_;
+  std::size_t left_, max_;
 };
 
 /// Builds values from renderings into a document. Consecutive calls share reference tables
