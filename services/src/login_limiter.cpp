@@ -4,6 +4,14 @@
 
 namespace amfgate::services {
 
+namespace {
+
+std::string pair_key(std::string_view address, std::string_view user) {
+  return "p:" + std::to_string(address.size()) + ":" + std::string(address) + std::string(user);
+}
+
+}  // namespace
+
 login_limiter::clock::duration login_limiter::wait(const std::string& key,
                                                    clock::time_point now) const {
   auto it = records_.find(key);
@@ -15,10 +23,11 @@ login_limiter::clock::duration login_limiter::retry_after(std::string_view addre
                                                           std::string_view user,
                                                           clock::time_point now) {
   std::lock_guard lock(mutex_);
-  return std::max(wait("a:" + std::string(address), now), wait("u:" + std::string(user), now));
+  return std::max({wait("a:" + std::string(address), now), wait(pair_key(address, user), now),
+                   wait("u:" + std::string(user), now)});
 }
 
-void login_limiter::count(const std::string& key, clock::time_point now) {
+void login_limiter::count(const std::string& key, std::size_t max, clock::time_point now) {
   if (records_.size() >= max_entries_ && !records_.contains(key)) {
     std::erase_if(records_, [&](const auto& kv) {
       return kv.second.blocked_until <= now && kv.second.window_start + s_.window <= now;
@@ -27,21 +36,22 @@ void login_limiter::count(const std::string& key, clock::time_point now) {
   }
   record& r = records_[key];
   if (r.window_start + s_.window <= now && r.blocked_until <= now) r = record{now, 0, {}};
-  if (++r.failures >= s_.max_failures) {
-    const auto doublings = std::min<std::size_t>(r.failures - s_.max_failures, 6);
+  if (++r.failures >= max) {
+    const auto doublings = std::min<std::size_t>(r.failures - max, 6);
     r.blocked_until = now + s_.backoff * (std::size_t{1} << doublings);
   }
 }
 
 void login_limiter::failed(std::string_view address, std::string_view user, clock::time_point now) {
   std::lock_guard lock(mutex_);
-  count("a:" + std::string(address), now);
-  count("u:" + std::string(user), now);
+  count("a:" + std::string(address), s_.max_failures, now);
+  count(pair_key(address, user), s_.max_failures, now);
+  count("u:" + std::string(user), s_.max_failures * s_.user_factor, now);
 }
 
-void login_limiter::succeeded(std::string_view user) {
+void login_limiter::succeeded(std::string_view address, std::string_view user) {
   std::lock_guard lock(mutex_);
-  records_.erase("u:" + std::string(user));
+  records_.erase(pair_key(address, user));
 }
 
 }  // namespace amfgate::services

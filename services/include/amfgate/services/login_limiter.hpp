@@ -1,7 +1,12 @@
-// Failed logins limited per client address and per user name, so that nobody can guess
-// passwords at the speed of the hash: after `max_failures` failures within `window`, further
-// attempts from that address, or for that user name, are refused for `backoff`, doubled for
-// each further failure (at most 64 times). A refused attempt costs no hash.
+// Failed logins limited, so that nobody can guess passwords at the speed of the hash: after
+// `max_failures` failures within `window` from one client address, or for one user name from
+// one address, further attempts from there are refused for `backoff`, doubled for each
+// further failure (at most 64 times). A refused attempt costs no hash.
+//
+// A user name alone is throttled only at `user_factor` times that many failures (from
+// addresses together): one address cannot lock a user out by failing with their name, since
+// it is throttled by its own count long before, while guesses spread over many addresses
+// still meet a bound per user.
 #pragma once
 
 #include <chrono>
@@ -17,6 +22,7 @@ struct login_limit_settings {
   std::size_t max_failures = 5;  ///< within `window`, before attempts are refused
   std::chrono::milliseconds window{60'000};
   std::chrono::milliseconds backoff{30'000};
+  std::size_t user_factor = 20;  ///< failures for one name, all addresses: this many times
 };
 
 class login_limiter {
@@ -32,8 +38,9 @@ class login_limiter {
                               clock::time_point now = clock::now());
   void failed(std::string_view address, std::string_view user,
               clock::time_point now = clock::now());
-  /// A login succeeded: the user name's failures are forgotten (the address's are not).
-  void succeeded(std::string_view user);
+  /// A login succeeded: the user name's failures from that address are forgotten (the
+  /// address's own are not).
+  void succeeded(std::string_view address, std::string_view user);
 
  private:
   struct record {
@@ -41,13 +48,14 @@ class login_limiter {
     std::size_t failures = 0;
     clock::time_point blocked_until;
   };
-  void count(const std::string& key, clock::time_point now);
+  void count(const std::string& key, std::size_t max, clock::time_point now);
   clock::duration wait(const std::string& key, clock::time_point now) const;
 
   login_limit_settings s_;
   std::size_t max_entries_;
   std::mutex mutex_;
-  std::unordered_map<std::string, record> records_;  // "a:" address, "u:" user name
+  // "a:" address, "p:" address and user name, "u:" user name
+  std::unordered_map<std::string, record> records_;
 };
 
 }  // namespace amfgate::services
