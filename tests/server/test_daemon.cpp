@@ -27,6 +27,7 @@ struct gate {
 
 struct counters {
   std::atomic<std::int32_t> started{0}, finished{0}, cancelled{0}, late{0};
+  std::atomic<std::int32_t> waiting{0}, peak{0};  ///< Slow.wait: at once, and at most so
 };
 
 }  // namespace
@@ -67,13 +68,19 @@ int main(int argc, char** argv) {
         // Awaits a timer for `ms`; counts the waits that were cancelled.
         r.bind("Slow", "wait", [](std::int32_t ms) -> net::awaitable<std::int32_t> {
           ++count.started;
+          const std::int32_t now = ++count.waiting;
+          for (auto peak = count.peak.load(); now > peak;) {
+            if (count.peak.compare_exchange_weak(peak, now)) break;
+          }
           net::steady_timer t(co_await net::this_coro::executor, std::chrono::milliseconds(ms));
           try {
             co_await t.async_wait(net::use_awaitable);
           } catch (const boost::system::system_error&) {
+            --count.waiting;
             ++count.cancelled;
             throw;
           }
+          --count.waiting;
           ++count.finished;
           co_return ms;
         });
@@ -81,12 +88,12 @@ int main(int argc, char** argv) {
             "Slow", "counters",
             [] {
               return std::vector<std::int32_t>{count.started, count.finished, count.cancelled,
-                                               count.late};
+                                               count.late, count.peak};
             },
             execution::inline_);
         r.bind(
             "Slow", "reset",
-            [] { count.started = count.finished = count.cancelled = count.late = 0; },
+            [] { count.started = count.finished = count.cancelled = count.late = count.peak = 0; },
             execution::inline_);
         // A handler on the worker pool that publishes to Flex consumers.
         r.bind("Chat", "post", [](call_context& ctx, std::string room, std::string text) {
