@@ -94,7 +94,8 @@ push_smoke() {
   cat >"$work/push.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18489},
  "limits": {"max_connections_per_client": 0, "max_requests_per_client": 0},
- "messaging": {"poll_wait_ms": 30000, "destinations": {"bench": {}}}}
+ "messaging": {"poll_wait_ms": 30000, "max_clients_per_caller": 0,
+               "max_subscriptions_per_caller": 0, "destinations": {"bench": {}}}}
 JSON
   build/bench/server/amfgate --config "$work/push.json" >"$work/amfgate.log" &
   pid=$!

@@ -202,6 +202,11 @@ void messaging(walker& w, const json& v, const std::string& p, messaging_setting
        {"max_messages_per_poll", w.integer(m.max_messages_per_poll, 1, 1'000'000)},
        {"max_subscriptions", w.integer(m.max_subscriptions, 1, 100'000'000)},
        {"max_subscriptions_per_client", w.integer(m.max_subscriptions_per_client, 1, 1'000'000)},
+       {"max_clients_per_caller", w.integer(m.max_clients_per_caller, 0, 100'000'000)},
+       {"max_subscriptions_per_caller", w.integer(m.max_subscriptions_per_caller, 0, 100'000'000)},
+       {"max_filters_per_subscription", w.integer(m.max_filters_per_subscription, 1, 10'000)},
+       {"max_header_bytes", w.integer(m.max_header_bytes, 256, std::uint64_t{1} << 30)},
+       {"max_id_bytes", w.integer(m.max_id_bytes, 36, 4096)},
        {"client_idle_timeout_ms", w.millis(m.client_idle_timeout)},
        {"redis_key_prefix", w.string(m.redis_key_prefix)},
        {"destinations", [&](const json& d, const std::string& dp) {
@@ -237,6 +242,11 @@ json messaging_json(const messaging_settings& m) {
           {"max_messages_per_poll", m.max_messages_per_poll},
           {"max_subscriptions", m.max_subscriptions},
           {"max_subscriptions_per_client", m.max_subscriptions_per_client},
+          {"max_clients_per_caller", m.max_clients_per_caller},
+          {"max_subscriptions_per_caller", m.max_subscriptions_per_caller},
+          {"max_filters_per_subscription", m.max_filters_per_subscription},
+          {"max_header_bytes", m.max_header_bytes},
+          {"max_id_bytes", m.max_id_bytes},
           {"client_idle_timeout_ms", m.client_idle_timeout.count()},
           {"redis_key_prefix", m.redis_key_prefix},
           {"destinations", destinations}};

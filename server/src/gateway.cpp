@@ -16,6 +16,7 @@
 
 #include "amfgate/services/quote.hpp"
 #include "body_pool.hpp"
+#include "request_target.hpp"
 
 namespace amfgate::server {
 
@@ -132,16 +133,15 @@ std::span<const amf::value> arguments(const amf::value& v) {
   return {&v, 1};
 }
 
-// "address" of "address:port" (IPv6 as "[::1]:port" or "::1:port" alike).
-std::string_view address_of(std::string_view client) {
-  if (auto colon = client.rfind(':'); colon != std::string_view::npos) {
-    client = client.substr(0, colon);
-  }
-  return client;
-}
-
 std::string seconds_text(std::chrono::steady_clock::duration d) {
   return std::to_string(std::chrono::ceil<std::chrono::seconds>(d).count()) + " s";
+}
+
+// The caller that messaging counts and binds a request's FlexClients to: its session if the
+// store knows it (a made-up cookie is no session), and its address.
+services::caller caller_of(const std::optional<services::session>& sess,
+                           std::string_view client_address) {
+  return {sess ? std::string_view(sess->id) : std::string_view(), address_of(client_address)};
 }
 
 fault throttled_fault(std::chrono::steady_clock::duration wait) {
@@ -359,7 +359,7 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
     log_->info("login refused for user {} from {}", name, rq->ex.client_address);
     co_return;
   }
-  limiter_.succeeded(user);
+  limiter_.succeeded(address, user);
   // A new session id at every login: an id the client came with (perhaps planted in a link by
   // someone else) never gains a principal. The old session ends.
   services::session fresh;
@@ -369,6 +369,13 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
       fresh.flex_client_id = rq->sess->flex_client_id;
       fresh.small_messages = rq->sess->small_messages;
       co_await sessions_.async_remove(rq->sess->id);
+      // A FlexClient bound to the session follows it to its new id.
+      if (const std::string& client = fresh.flex_client_id; !client.empty()) {
+        auto& m = services_.messaging();
+        co_await m.load(client, caller_of(rq->sess, rq->ex.client_address));
+        m.rebind(client, rq->sess->id, fresh.id);
+        co_await m.save(client);
+      }
     }
   } catch (const services::store_unavailable& e) {
     rq->store_error = e.what();
@@ -621,8 +628,12 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
       const amf::value dsid = in.header("DSId");
       if (dsid.kind() == amf::type::string) {
         const std::string_view client = dsid.as_string();
-        services_.messaging().disconnect(client);
-        co_await services_.messaging().save(client);
+        auto& m = services_.messaging();
+        const auto who = caller_of(rq->sess, rq->ex.client_address);
+        co_await m.load(client, who);
+        co_await check_owner(client, who.session);
+        m.disconnect(client, who);
+        co_await m.save(client);
       }
       co_return amf::value::null();
     }
@@ -652,12 +663,13 @@ std::string_view header_text(const amf::flex::message& m, std::string_view name)
   return h.kind() == amf::type::string ? h.as_string() : std::string_view();
 }
 
-std::vector<std::string> header_strings(const amf::flex::message& m, std::string_view name) {
-  std::vector<std::string> out;
+// Views into the request: an array of 500 references to one string is not copied 500 times.
+std::vector<std::string_view> header_strings(const amf::flex::message& m, std::string_view name) {
+  std::vector<std::string_view> out;
   const amf::value h = m.header(name);
   if (const amf::array_node* a = h.as_array()) {
     for (const auto& v : a->dense) {
-      if (v.kind() == amf::type::string) out.emplace_back(v.as_string());
+      if (v.kind() == amf::type::string) out.push_back(v.as_string());
     }
   }
   return out;
@@ -671,19 +683,21 @@ net::awaitable<void> gateway::subscription(request_ptr rq, const amf::flex::mess
   auto& m = services_.messaging();
   const std::string_view client = flex_client(in);
   const services::principal* user = rq->user ? &*rq->user : nullptr;
-  co_await m.load(client);  // shared: what other instances did to them
+  const auto who = caller_of(rq->sess, rq->ex.client_address);
+  co_await m.load(client, who);  // shared: what other instances did to them
+  co_await check_owner(client, who.session);
   const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
   switch (static_cast<op>(in.command)) {
     case op::subscribe:
       m.subscribe(client, id, in.destination, header_text(in, "DSSubtopic"),
-                  header_text(in, "DSSelector"), user);
+                  header_text(in, "DSSelector"), user, who);
       break;
     case op::unsubscribe:
-      m.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"));
+      m.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"), who);
       break;
     default:
       m.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
-                        header_strings(in, "DSRemSub"), user);
+                        header_strings(in, "DSRemSub"), user, who);
   }
   co_await m.save(client);
 }
@@ -709,7 +723,10 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
   };
   using wake = services::messaging::wake;
   const std::string_view subscription_id = general ? "" : in.client_id.as_string();
-  services::messaging::batch b = co_await m.async_poll(client, subscription_id);
+  const auto who = caller_of(rq->sess, rq->ex.client_address);
+  co_await m.load(client, who);  // shared: whom it is bound to
+  co_await check_owner(client, who.session);
+  services::messaging::batch b = co_await m.async_poll(client, subscription_id, who);
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
   // the limits).
@@ -718,16 +735,20 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
   std::optional<std::chrono::milliseconds> poll_wait;
   if (long_polling) poll_wait = batched ? settings.busy_wait : settings.client_wait;
   if (long_polling && !batched && b.messages.empty() && b.lost.empty()) {
-    auto w = m.park(client, rq->sess ? rq->sess->id : rq->ex.session_id,
-                    co_await net::this_coro::executor);
+    auto w = m.park(client, who, co_await net::this_coro::executor);
     if (!w) poll_wait = settings.busy_wait;
     if (w) {
       rq->ex.waiting();  // a client that hangs up ends the wait
+      if (rq->ex.on_park) rq->ex.on_park(true);
       struct unpark {
         services::messaging& m;
         std::shared_ptr<services::messaging::waiter> w;
-        ~unpark() { m.unpark(w); }
-      } parked{m, w};
+        exchange& ex;
+        ~unpark() {
+          m.unpark(w);
+          if (ex.on_park) ex.on_park(false);
+        }
+      } parked{m, w, rq->ex};
       const auto started = std::chrono::steady_clock::now();
       const auto until = started + settings.poll_wait;
       bool released = false;
@@ -742,7 +763,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
           break;
         }
         const std::string_view all;  // a general poll: every subscription
-        b = co_await m.async_poll(client, all);
+        b = co_await m.async_poll(client, all, who);
         if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;
@@ -804,6 +825,26 @@ void gateway::client_headers(request& rq, const amf::flex::message& in, amf::fle
   }
 }
 
+net::awaitable<std::string> gateway::known_session(std::string_view id) {
+  if (id.empty()) co_return std::string();
+  std::optional<services::session> s;
+  try {
+    s = co_await sessions_.async_find(std::string(id));
+  } catch (const services::store_unavailable& e) {
+    throw store_fault(e.what());
+  }
+  co_return s ? s->id : std::string();
+}
+
+net::awaitable<void> gateway::check_owner(std::string_view client, std::string_view session) {
+  auto& m = services_.messaging();
+  const std::string owner = m.owner(client);
+  if (owner.empty() || owner == session) co_return;
+  if (!(co_await known_session(owner)).empty()) co_return;
+  m.end(client);  // its session ended, and its subscriptions with it
+  co_await m.save(client);
+}
+
 net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::message& in) {
   const std::string cred = base64_decode(text(&in.body));
   const auto colon = cred.find(':');
@@ -828,6 +869,15 @@ net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
       co_await sessions_.async_remove(rq->sess->id);
     } catch (const services::store_unavailable& e) {
       throw store_fault(e.what());  // not ended everywhere: the client must know
+    }
+    // The subscriptions made under this login end with it.
+    if (const std::string& client = rq->sess->flex_client_id; !client.empty()) {
+      auto& m = services_.messaging();
+      co_await m.load(client, caller_of(rq->sess, rq->ex.client_address));
+      if (m.owner(client) == rq->sess->id) {
+        m.end(client);
+        co_await m.save(client);
+      }
     }
     rq->sess.reset();
     rq->ex.session_ended = true;

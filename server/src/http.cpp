@@ -217,6 +217,13 @@ struct shared_state {
     ++c.requests;
     return true;
   }
+  /// A parked poll's request counts again once it stops waiting, whatever the count: its
+  /// answer is written.
+  void resume_request(const std::string& address) {
+    if (cfg.limits.max_requests_per_client == 0) return;
+    std::lock_guard lock(mutex);
+    ++clients[address].requests;
+  }
   void end_request(const std::string& address) {
     if (cfg.limits.max_requests_per_client == 0) return;
     std::lock_guard lock(mutex);
@@ -482,6 +489,9 @@ class connection : public std::enable_shared_from_this<connection> {
     in_.client = client_;
     in_.memory = &st_.arenas;
     in_.on_wait = [this] { watch_for_hangup(); };  // runs within route(): `this` lives
+    in_.on_park = [this](bool parked) {
+      parked ? st_.end_request(address_) : st_.resume_request(address_);
+    };
     phase_ = phase::handling;
     // Handlers have deadlines of their own (limits.call_timeout_ms): the connection waits.
     deadline_.clear();

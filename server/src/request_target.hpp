@@ -1,4 +1,5 @@
-// What the router and the connection read from a request's target, cookie and form body.
+// What the router, the gateway and the connection read from a request's target, cookie,
+// form body and client address.
 #pragma once
 
 #include <string_view>
@@ -21,6 +22,14 @@ inline std::string_view param(std::string_view s, std::string_view name) {
     }
   }
   return {};
+}
+
+/// "address" of "address:port" (IPv6 as "[::1]:port" or "::1:port" alike).
+inline std::string_view address_of(std::string_view client) {
+  if (auto colon = client.rfind(':'); colon != std::string_view::npos) {
+    client = client.substr(0, colon);
+  }
+  return client;
 }
 
 }  // namespace amfgate::server

@@ -100,7 +100,8 @@ net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) 
   services::messaging::batch b;
   try {
     const std::string_view all;  // every subscription
-    b = co_await messaging_.async_poll(waiter_->flex_client, all);
+    b = co_await messaging_.async_poll(waiter_->flex_client, all,
+                                       {waiter_->session, waiter_->address});
   } catch (const services::fault&) {
     // No subscriptions yet (a stream opens when its channel connects, before them), or the
     // share cannot be reached for now: the next wake or heartbeat reads again.

@@ -66,12 +66,30 @@ selector parse_selector(std::string_view text) {
 
 // A MULTI_SUBSCRIBE entry: "subtopic_;_selector[_;_maxFrequency]"; nullopt without "_;_"
 // (BlazeDS ignores those).
-std::optional<std::pair<std::string, std::string>> entry(std::string_view e) {
+std::optional<std::pair<std::string_view, std::string_view>> entry(std::string_view e) {
   static constexpr std::string_view sep = "_;_";
   const auto first = e.find(sep);
   if (first == std::string_view::npos) return std::nullopt;
   std::string_view rest = e.substr(first + sep.size());
-  return std::pair{std::string(e.substr(0, first)), std::string(rest.substr(0, rest.find(sep)))};
+  return std::pair{e.substr(0, first), rest.substr(0, rest.find(sep))};
+}
+
+// The key a caller's FlexClients and subscriptions count against.
+std::string quota_key(const caller& who) {
+  return who.session.empty() ? "@" + std::string(who.address) : std::string(who.session);
+}
+
+void check_id(std::string_view id, std::size_t max, const char* what) {
+  if (id.size() > max) {
+    throw fault("Server.Processing", std::string("a ") + what + " longer than " +
+                                         std::to_string(max) + " bytes (messaging.max_id_bytes)");
+  }
+}
+
+fault over_quota(const char* key, std::size_t max, const char* what) {
+  return fault("Server.Processing", "this caller (its session, or its address without one) holds " +
+                                        std::string("messaging.") + key + " (" +
+                                        std::to_string(max) + ") " + what);
 }
 
 }  // namespace
@@ -166,17 +184,42 @@ void messaging::check(const std::optional<config::access_rule>& rule, const prin
 
 namespace {
 
+// What the headers of a message keep: names and strings in full, however often the request
+// referenced one string.
+std::size_t header_bytes(const amf::object_node& h) {
+  std::size_t n = 0;
+  for (const auto& [name, v] : h.dynamic) {
+    n += name.size() + 16 + (v.kind() == amf::type::string ? v.as_string().size() : 0);
+  }
+  return n;
+}
+
+void check_headers(const amf::object_node& h, std::size_t max) {
+  if (const std::size_t n = header_bytes(h); n > max) {
+    throw fault("Server.Processing", "the message's headers hold " + std::to_string(n) +
+                                         " bytes, over messaging.max_header_bytes (" +
+                                         std::to_string(max) + ")");
+  }
+}
+
 // The selector properties of a message: its headers.
 void read_properties(messaging::stored& m, const amf::value& headers) {
   if (const amf::object_node* h = headers.as_object()) {
     for (const auto& [name, v] : h->dynamic) m.properties[std::string(name)] = property(v);
+    m.property_bytes = header_bytes(*h);
   }
 }
 
 void set_expiry(messaging::stored& m) {
-  if (m.time_to_live <= 0) return;
+  // A client sends any double: NaN, infinity and lives past a century (1e16, 1e300) keep the
+  // message for as long as retention does, and a time already past expires it now. Only
+  // then is the rest converted: a double out of an integer's range would be undefined.
+  constexpr double century_ms = 100.0 * 365 * 24 * 3600 * 1000;
+  if (!(m.time_to_live > 0) || !(m.time_to_live < century_ms)) return;
   const double left = m.timestamp + m.time_to_live - amf::flex::now_ms();
-  m.expires = clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(left));
+  if (!(left < century_ms)) return;
+  m.expires =
+      clock::now() + std::chrono::milliseconds(static_cast<std::int64_t>(std::max(left, 0.0)));
 }
 
 // A message as a destination keeps it: the body and headers as AMF3, the headers a selector
@@ -212,6 +255,7 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
   amf::object_node* h = doc.object();
   for (const auto& [name, v] : headers) h->dynamic.push_back({doc.copy(name), v});
   if (!subtopic.empty()) h->dynamic.push_back({"DSSubtopic", doc.string(subtopic)});
+  check_headers(*h, cfg_.max_header_bytes);
   auto m = store(d.name, body, amf::value::of(h),
                  d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count()) : 0.0);
   m->message_id = amf::flex::new_uuid();
@@ -242,6 +286,7 @@ boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const
       h->dynamic.push_back({name, v});
     }
   }
+  check_headers(*h, cfg_.max_header_bytes);
   const double ttl = d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count())
                                        : std::max(0.0, in.time_to_live);
   auto m = store(d.name, in.body, amf::value::of(h), ttl);
@@ -349,11 +394,64 @@ bool messaging::selects(const subscription& s, const stored& m) {
   });
 }
 
-messaging::client& messaging::touch(std::string_view id) {
-  auto it = clients_.find(id);
-  if (it == clients_.end()) it = clients_.emplace(std::string(id), client{}).first;
-  it->second.seen = clock::now();
-  return it->second;
+messaging::held_by_caller& messaging::quota_of(const std::string& key) {
+  return per_caller_[key];
+}
+
+void messaging::release_quota(const std::string& key, std::size_t clients,
+                              std::size_t subscriptions) {
+  const auto it = per_caller_.find(key);
+  if (it == per_caller_.end()) return;
+  it->second.clients -= std::min(clients, it->second.clients);
+  it->second.subscriptions -= std::min(subscriptions, it->second.subscriptions);
+  if (it->second.clients == 0 && it->second.subscriptions == 0) per_caller_.erase(it);
+}
+
+messaging::client* messaging::find_client(std::string_view id, const caller& who) {
+  const auto it = clients_.find(id);
+  if (it == clients_.end()) return nullptr;
+  client& c = it->second;
+  if (!c.owner.empty() && c.owner != who.session) {
+    throw fault("Client.Authorization",
+                "this FlexClient (DSId) belongs to another session: connect anew (a ping)");
+  }
+  if (c.owner.empty() && !who.session.empty()) {
+    // First used with a session: bound to it, and counted against it from now on.
+    release_quota(c.quota, 1, c.subscriptions.size());
+    c.owner = who.session;
+    c.quota = c.owner;
+    held_by_caller& q = quota_of(c.quota);
+    ++q.clients;
+    q.subscriptions += c.subscriptions.size();
+  }
+  c.seen = clock::now();
+  return &c;
+}
+
+messaging::client& messaging::claim(std::string_view id, const caller& who) {
+  check_id(id, cfg_.max_id_bytes, "DSId");
+  if (client* c = find_client(id, who)) return *c;
+  std::string key = quota_key(who);
+  if (const auto max = cfg_.max_clients_per_caller; max != 0) {
+    const auto q = per_caller_.find(key);
+    if (q != per_caller_.end() && q->second.clients >= max) {
+      throw over_quota("max_clients_per_caller", max, "FlexClients");
+    }
+  }
+  ++quota_of(key).clients;
+  client& c = clients_.emplace(std::string(id), client{}).first->second;
+  c.owner = who.session;
+  c.quota = std::move(key);
+  c.seen = clock::now();
+  return c;
+}
+
+void messaging::erase_client(std::string_view id) {
+  const auto it = clients_.find(id);
+  if (it == clients_.end()) return;
+  for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
+  release_quota(it->second.quota, 1, 0);
+  clients_.erase(it);
 }
 
 void messaging::sweep() {
@@ -366,56 +464,70 @@ void messaging::sweep() {
       ++it;
       continue;
     }
-    for (const subscription* s : std::vector(it->second.subscriptions)) {
-      remove_subscription(s->id);
-    }
-    it = clients_.erase(it);
+    const std::string id = (it++)->first;
+    erase_client(id);
   }
 }
 
 void messaging::subscribe(std::string_view client_id, std::string_view subscription_id,
                           std::string_view destination_name, std::string_view subtopic,
-                          std::string_view selector_text, const principal* user) {
+                          std::string_view selector_text, const principal* user,
+                          const caller& who) {
   destination& d = find(destination_name);
   check(d.cfg.subscribe, user, "subscribe to", d.name);
   if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, false);
   parse_selector(selector_text);
   const std::lock_guard lock(mutex_);
   sweep();
-  add_filter(client_id, subscription_id, d, std::string(subtopic), selector_text);
+  add_filter(client_id, subscription_id, d, subtopic, selector_text, who);
 }
 
 void messaging::add_filter(std::string_view client_id, std::string_view subscription_id,
-                           destination& d, std::string subtopic, std::string_view selector_text) {
-  auto it = subscriptions_.find(subscription_id);
-  if (it == subscriptions_.end()) {
-    client& c = touch(client_id);
-    if (subscriptions_.size() >= cfg_.max_subscriptions) {
-      throw fault("Server.Busy", "the daemon holds messaging.max_subscriptions (" +
-                                     std::to_string(cfg_.max_subscriptions) + ") subscriptions");
+                           destination& d, std::string_view subtopic,
+                           std::string_view selector_text, const caller& who) {
+  check_id(subscription_id, cfg_.max_id_bytes, "clientId");
+  client& c = claim(client_id, who);
+  try {
+    auto it = subscriptions_.find(subscription_id);
+    if (it == subscriptions_.end()) {
+      if (subscriptions_.size() >= cfg_.max_subscriptions) {
+        throw fault("Server.Busy", "the daemon holds messaging.max_subscriptions (" +
+                                       std::to_string(cfg_.max_subscriptions) + ") subscriptions");
+      }
+      if (c.subscriptions.size() >= cfg_.max_subscriptions_per_client) {
+        throw fault("Server.Processing",
+                    "this client holds messaging.max_subscriptions_per_client (" +
+                        std::to_string(cfg_.max_subscriptions_per_client) + ") subscriptions");
+      }
+      const auto max = cfg_.max_subscriptions_per_caller;
+      if (max != 0 && quota_of(c.quota).subscriptions >= max) {
+        throw over_quota("max_subscriptions_per_caller", max, "subscriptions");
+      }
+      it = subscriptions_.find(new_subscription(c, client_id, subscription_id, d).id);
     }
-    if (c.subscriptions.size() >= cfg_.max_subscriptions_per_client) {
+    subscription& s = it->second;
+    if (s.client != client_id) {
+      throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
+                                           " is in use by another FlexClient (10559)");
+    }
+    if (s.dest != &d) {
+      throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
+                                           " subscribes to destination " + quoted(s.dest->name));
+    }
+    for (const auto& f : s.filters) {
+      if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
+    }
+    if (s.filters.size() >= cfg_.max_filters_per_subscription) {
       throw fault("Server.Processing",
-                  "this client holds messaging.max_subscriptions_per_client (" +
-                      std::to_string(cfg_.max_subscriptions_per_client) + ") subscriptions");
+                  "the subscription has messaging.max_filters_per_subscription (" +
+                      std::to_string(cfg_.max_filters_per_subscription) +
+                      ") subtopic and selector pairs");
     }
-    it = subscriptions_.find(new_subscription(c, client_id, subscription_id, d).id);
-  } else {
-    touch(client_id);
+    s.filters.push_back({std::string(subtopic), selector(selector_text)});
+  } catch (...) {
+    forget_if_unused(client_id);  // a refused subscribe leaves nothing behind
+    throw;
   }
-  subscription& s = it->second;
-  if (s.client != client_id) {
-    throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
-                                         " is in use by another FlexClient (10559)");
-  }
-  if (s.dest != &d) {
-    throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
-                                         " subscribes to destination " + quoted(s.dest->name));
-  }
-  for (const auto& f : s.filters) {
-    if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
-  }
-  s.filters.push_back({std::move(subtopic), selector(selector_text)});
 }
 
 messaging::subscription& messaging::new_subscription(client& c, std::string_view client_id,
@@ -429,18 +541,20 @@ messaging::subscription& messaging::new_subscription(client& c, std::string_view
   s.cursor = d.next_index;  // from now on: what was published before is not for it
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
   c.subscriptions.push_back(&kept);
+  ++quota_of(c.quota).subscriptions;
   d.subscribers.insert(&kept);
   return kept;
 }
 
 void messaging::unsubscribe(std::string_view client_id, std::string_view subscription_id,
-                            std::string_view subtopic, std::string_view selector_text) {
+                            std::string_view subtopic, std::string_view selector_text,
+                            const caller& who) {
   const std::lock_guard lock(mutex_);
   const auto it = subscriptions_.find(subscription_id);
   if (it == subscriptions_.end()) return;  // gone already (a timeout, a restart): done
   subscription& s = it->second;
   if (s.client != client_id) throw not_subscribed("not subscribed as " + quoted(subscription_id));
-  touch(client_id);
+  find_client(client_id, who);
   const auto before = s.filters.size();
   std::erase_if(s.filters, [&](const filter& f) {
     return f.subtopic == subtopic && f.sel.text() == selector_text;
@@ -455,28 +569,41 @@ void messaging::unsubscribe(std::string_view client_id, std::string_view subscri
 
 void messaging::multi_subscribe(std::string_view client_id, std::string_view subscription_id,
                                 std::string_view destination_name,
-                                const std::vector<std::string>& add,
-                                const std::vector<std::string>& remove, const principal* user) {
+                                std::span<const std::string_view> add,
+                                std::span<const std::string_view> remove, const principal* user,
+                                const caller& who) {
   destination& d = find(destination_name);
-  std::vector<std::pair<std::string, std::string>> adding;
+  // Bounded before anything is parsed or copied: each entry is read once.
+  const std::size_t max = cfg_.max_filters_per_subscription;
+  if (add.size() > max || remove.size() > max) {
+    throw fault("Server.Processing", "MULTI_SUBSCRIBE adds or removes more than " +
+                                         std::to_string(max) +
+                                         " entries (messaging.max_filters_per_subscription)");
+  }
+  std::vector<std::pair<std::string_view, std::string_view>> adding;
   if (!add.empty()) check(d.cfg.subscribe, user, "subscribe to", d.name);
-  for (const auto& a : add) {
+  for (const auto a : add) {
     auto e = entry(a);
     if (!e) continue;
+    if (e->first.size() > selector::max_length) {
+      throw fault("Server.Processing",
+                  "a subtopic longer than " + std::to_string(selector::max_length) + " bytes");
+    }
     if (!e->first.empty()) check_subtopic(d.cfg, e->first, false);
     parse_selector(e->second);
-    adding.push_back(std::move(*e));
+    adding.push_back(*e);
   }
   const std::lock_guard lock(mutex_);
   sweep();
-  for (auto& [subtopic, sel] : adding) {
-    add_filter(client_id, subscription_id, d, std::move(subtopic), sel);
+  for (const auto& [subtopic, sel] : adding) {
+    add_filter(client_id, subscription_id, d, subtopic, sel, who);
   }
   const auto it = subscriptions_.find(subscription_id);
   if (it == subscriptions_.end()) return;
   if (it->second.client != client_id) {
     throw not_subscribed("not subscribed as " + quoted(subscription_id));
   }
+  find_client(client_id, who);
   for (const auto& r : remove) {
     const auto e = entry(r);
     if (!e) continue;
@@ -495,6 +622,7 @@ void messaging::remove_subscription(const std::string& id_ref) {
   const auto it = subscriptions_.find(id);
   if (it == subscriptions_.end()) return;
   std::erase(it->second.owner->subscriptions, &it->second);
+  release_quota(it->second.owner->quota, 0, 1);
   it->second.dest->subscribers.erase(&it->second);
   subscriptions_.erase(it);
 }
@@ -505,33 +633,60 @@ void messaging::forget_if_unused(std::string_view client_id) {
   const auto c = clients_.find(client_id);
   if (c != clients_.end() && c->second.subscriptions.empty() && !c->second.parked &&
       !c->second.stream) {
-    clients_.erase(c);
+    erase_client(client_id);
   }
 }
 
-void messaging::disconnect(std::string_view client_id) {
+void messaging::disconnect(std::string_view client_id, const caller& who) {
   const std::lock_guard lock(mutex_);
+  if (find_client(client_id, who)) end_locked(client_id);
+}
+
+void messaging::end(std::string_view client_id) {
+  const std::lock_guard lock(mutex_);
+  end_locked(client_id);
+}
+
+void messaging::end_locked(std::string_view client_id) {
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
-  for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
   for (const auto& w : {it->second.parked, it->second.stream}) {
     if (!w) continue;
     wake_up(w, wake::replaced);
     release(*w, it->second);
   }
-  clients_.erase(it);
+  erase_client(client_id);
 }
 
-messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id) {
+std::string messaging::owner(std::string_view client_id) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = clients_.find(client_id);
+  return it == clients_.end() ? std::string() : it->second.owner;
+}
+
+void messaging::rebind(std::string_view client_id, std::string_view from, std::string_view to) {
+  const std::lock_guard lock(mutex_);
+  const auto it = clients_.find(client_id);
+  if (it == clients_.end() || it->second.owner != from || from.empty()) return;
+  client& c = it->second;
+  release_quota(c.quota, 1, c.subscriptions.size());
+  c.owner = to;
+  c.quota = c.owner;
+  held_by_caller& q = quota_of(c.quota);
+  ++q.clients;
+  q.subscriptions += c.subscriptions.size();
+}
+
+messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id,
+                                 const caller& who) {
   const std::lock_guard lock(mutex_);
   sweep();
-  const auto c = clients_.find(client_id);
-  if (c == clients_.end() || c->second.subscriptions.empty()) {
+  const client* c = find_client(client_id, who);
+  if (!c || c->subscriptions.empty()) {
     throw not_subscribed("this client has no subscriptions (a restart ended them?): subscribe");
   }
-  c->second.seen = clock::now();
   // The client's subscriptions as they are (nothing below changes them), or the one named.
-  const std::vector<subscription*>& all = c->second.subscriptions;
+  const std::vector<subscription*>& all = c->subscriptions;
   std::span<subscription* const> read_from = all;
   if (!subscription_id.empty()) {
     const auto named = std::find_if(
@@ -593,10 +748,11 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
 }
 
 boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view client_id,
-                                                               std::string_view subscription_id) {
-  if (!share_) co_return poll(client_id, subscription_id);
-  co_await load(client_id);
-  batch b = poll(client_id, subscription_id);
+                                                               std::string_view subscription_id,
+                                                               caller who) {
+  if (!share_) co_return poll(client_id, subscription_id, who);
+  co_await load(client_id, who);
+  batch b = poll(client_id, subscription_id, who);
   if (b.messages.empty() && b.lost.empty()) co_return b;
   std::vector<std::pair<std::string, std::uint64_t>> cursors;
   for (auto& s : shared_state(client_id)) cursors.emplace_back(std::move(s.id), s.cursor);
@@ -609,7 +765,7 @@ boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view 
   co_return b;
 }
 
-boost::asio::awaitable<void> messaging::load(std::string_view client_id) {
+boost::asio::awaitable<void> messaging::load(std::string_view client_id, caller who) {
   if (!share_) co_return;
   std::vector<shared_subscription> subs;
   std::string id(client_id);
@@ -619,7 +775,7 @@ boost::asio::awaitable<void> messaging::load(std::string_view client_id) {
     throw unavailable(e);
   }
   const std::lock_guard lock(mutex_);
-  adopt(client_id, subs);
+  adopt(client_id, subs, who);
 }
 
 boost::asio::awaitable<void> messaging::save(std::string_view client_id) {
@@ -633,7 +789,28 @@ boost::asio::awaitable<void> messaging::save(std::string_view client_id) {
   }
 }
 
-void messaging::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs) {
+void messaging::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs,
+                      const caller& who) {
+  if (!subs.empty()) {
+    // Made on another instance: bound as it was bound there, counted against its caller.
+    const std::string& owner = subs.front().owner;
+    auto c = clients_.find(client_id);
+    if (c == clients_.end()) {
+      std::string key = owner.empty() ? quota_key(who) : owner;
+      ++quota_of(key).clients;
+      c = clients_.emplace(std::string(client_id), client{}).first;
+      c->second.owner = owner;
+      c->second.quota = std::move(key);
+      c->second.seen = clock::now();
+    } else if (c->second.owner.empty() && !owner.empty()) {
+      release_quota(c->second.quota, 1, c->second.subscriptions.size());
+      c->second.owner = owner;
+      c->second.quota = owner;
+      held_by_caller& q = quota_of(owner);
+      ++q.clients;
+      q.subscriptions += c->second.subscriptions.size();
+    }
+  }
   if (const auto c = clients_.find(client_id); c != clients_.end()) {
     for (const subscription* kept : std::vector(c->second.subscriptions)) {  // ended elsewhere
       if (std::none_of(subs.begin(), subs.end(), [&](const auto& s) { return s.id == kept->id; })) {
@@ -647,7 +824,7 @@ void messaging::adopt(std::string_view client_id, const std::vector<shared_subsc
     auto it = subscriptions_.find(shared.id);
     if (it == subscriptions_.end()) {
       it = subscriptions_.find(
-          new_subscription(touch(client_id), client_id, shared.id, *d->second).id);
+          new_subscription(clients_.find(client_id)->second, client_id, shared.id, *d->second).id);
     }
     subscription& s = it->second;
     if (s.client != client_id || s.dest->name != shared.destination) continue;
@@ -680,6 +857,7 @@ std::vector<messaging::shared_subscription> messaging::shared_state(
     shared_subscription& o = out.emplace_back();
     o.id = s.id;
     o.destination = s.dest->name;
+    o.owner = c->second.owner;
     o.cursor = s.cursor;
     for (const auto& f : s.filters) o.filters.emplace_back(f.subtopic, f.sel.text());
   }
@@ -687,9 +865,10 @@ std::vector<messaging::shared_subscription> messaging::shared_state(
 }
 
 std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view client_id,
-                                                   std::string_view session,
+                                                   const caller& who,
                                                    boost::asio::any_io_executor executor,
                                                    bool stream, const char*& refused) {
+  const std::string_view session = who.session;
   // Without a session, the FlexClient's own count (a client holds one poll and one stream).
   auto counted = held_per_session_.end();
   if (!session.empty()) {
@@ -711,6 +890,7 @@ std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view c
   auto w = std::make_shared<waiter>(std::move(executor));
   w->flex_client = client_id;
   w->session = session;
+  w->address = who.address;
   w->stream = stream;
   w->counted = true;
   ++per_session;
@@ -719,19 +899,18 @@ std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view c
   return w;
 }
 
-std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
-                                                   std::string_view session,
+std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id, const caller& who,
                                                    boost::asio::any_io_executor executor) {
   const std::lock_guard lock(mutex_);
   if (draining_) return nullptr;
-  client& c = touch(client_id);
+  client& c = claim(client_id, who);
   if (c.parked) {  // a second poll of the client: the first returns (DSNoOpPoll)
     wake_up(c.parked, wake::replaced);
     release(*c.parked, c);
     c.parked.reset();
   }
   const char* refused;
-  auto w = hold(c, client_id, session, std::move(executor), false, refused);
+  auto w = hold(c, client_id, who, std::move(executor), false, refused);
   // A message that came after the poll that found nothing and before this park woke no one:
   // the poll reads again at once.
   if (w && std::any_of(c.subscriptions.begin(), c.subscriptions.end(),
@@ -742,26 +921,26 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id,
 }
 
 std::shared_ptr<messaging::waiter> messaging::open_stream(std::string_view client_id,
-                                                          std::string_view session,
+                                                          const caller& who,
                                                           boost::asio::any_io_executor executor) {
   const std::lock_guard lock(mutex_);
   if (draining_) throw fault("Server.Busy", "the daemon is shutting down");
-  client& c = touch(client_id);
+  client& c = claim(client_id, who);
   if (c.stream) {
     throw fault("Client.Stream.Duplicate",
                 "this FlexClient has a stream open on this endpoint already (10033)");
   }
   const char* refused;
-  auto w = hold(c, client_id, session, std::move(executor), true, refused);
+  auto w = hold(c, client_id, who, std::move(executor), true, refused);
   if (!w) throw fault("Server.Busy", std::string("no room for another stream: ") + refused);
   return w;
 }
 
-bool messaging::close_stream(std::string_view client_id) {
+bool messaging::close_stream(std::string_view client_id, const caller& who) {
   const std::lock_guard lock(mutex_);
-  const auto c = clients_.find(client_id);
-  if (c == clients_.end() || !c->second.stream) return false;
-  wake_up(c->second.stream, wake::replaced);
+  const client* c = find_client(client_id, who);
+  if (!c || !c->stream) return false;
+  wake_up(c->stream, wake::replaced);
   return true;
 }
 

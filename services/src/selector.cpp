@@ -1,7 +1,10 @@
 #include "amfgate/services/selector.hpp"
 
+#include <array>
+#include <bit>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <vector>
 
 namespace amfgate::services {
@@ -141,6 +144,115 @@ class lexer {
   std::size_t i_ = 0;
 };
 
+// A SQL LIKE pattern (% any run, _ one character, `escape` makes the next one literal),
+// compiled to the runs between its %s. The first run must match at the start, the last at
+// the end, and the others in order, each at its leftmost place: that is a match whenever one
+// exists. Each run is found by a shift-and automaton, one step per character of the text,
+// so a match costs the text's length times the run's length in 64-bit words, never the
+// product of the two lengths that backtracking costs.
+class like_pattern {
+ public:
+  static constexpr std::size_t max_length = 256;
+
+  like_pattern() = default;
+  like_pattern(std::string_view p, char escape) {
+    runs_.emplace_back();
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (escape && p[i] == escape && i + 1 < p.size()) {
+        runs_.back().chars.push_back(static_cast<unsigned char>(p[++i]));
+      } else if (p[i] == '%') {
+        runs_.emplace_back();
+      } else {
+        runs_.back().chars.push_back(p[i] == '_' ? any : static_cast<unsigned char>(p[i]));
+      }
+    }
+    for (auto& r : runs_) r.compile();
+  }
+
+  bool matches(std::string_view s) const {
+    const run& first = runs_.front();
+    if (runs_.size() == 1) return s.size() == first.chars.size() && first.at(s, 0);
+    const run& last = runs_.back();
+    if (s.size() < first.chars.size() + last.chars.size()) return false;
+    if (!first.at(s, 0) || !last.at(s, s.size() - last.chars.size())) return false;
+    std::size_t from = first.chars.size();
+    const std::size_t to = s.size() - last.chars.size();
+    for (std::size_t r = 1; r + 1 < runs_.size(); ++r) {
+      const auto at = runs_[r].find(s, from, to);
+      if (at == std::string_view::npos) return false;
+      from = at + runs_[r].chars.size();
+    }
+    return true;
+  }
+
+ private:
+  static constexpr int any = -1;
+
+  struct run {
+    std::vector<int> chars;  ///< a byte, or `any`
+    std::size_t words = 0;
+    std::array<std::uint64_t, 4> present{};  ///< the bytes that occur in `chars`
+    /// Per byte that occurs (in order of value), then one for any other: `words` words each,
+    /// bit i set where position i accepts that byte.
+    std::vector<std::uint64_t> masks;
+
+    void compile() {
+      words = (chars.size() + 63) / 64;
+      for (int c : chars) {
+        if (c != any) present[c / 64] |= std::uint64_t{1} << (c % 64);
+      }
+      std::size_t kinds = 1;
+      for (auto w : present) kinds += static_cast<std::size_t>(std::popcount(w));
+      masks.assign(kinds * words, 0);
+      for (std::size_t i = 0; i < chars.size(); ++i) {
+        for (std::size_t k = 0; k < kinds; ++k) {
+          const bool other = k + 1 == kinds;
+          if (chars[i] == any || (!other && rank(static_cast<unsigned char>(chars[i])) == k)) {
+            masks[k * words + i / 64] |= std::uint64_t{1} << (i % 64);
+          }
+        }
+      }
+    }
+    // Which mask a present byte has: how many present bytes are smaller.
+    std::size_t rank(unsigned char c) const {
+      std::size_t n = 0;
+      for (unsigned w = 0; w < c / 64; ++w)
+        n += static_cast<std::size_t>(std::popcount(present[w]));
+      const std::uint64_t below = (std::uint64_t{1} << (c % 64)) - 1;
+      return n + static_cast<std::size_t>(std::popcount(present[c / 64] & below));
+    }
+    const std::uint64_t* mask(unsigned char c) const {
+      const bool is = (present[c / 64] >> (c % 64)) & 1;
+      return masks.data() + (is ? rank(c) : masks.size() / words - 1) * words;
+    }
+    bool at(std::string_view s, std::size_t pos) const {
+      for (std::size_t i = 0; i < chars.size(); ++i) {
+        if (chars[i] != any && chars[i] != static_cast<unsigned char>(s[pos + i])) return false;
+      }
+      return true;
+    }
+    // The leftmost place in [from, to) where the run matches whole; npos if none.
+    std::size_t find(std::string_view s, std::size_t from, std::size_t to) const {
+      if (chars.empty()) return from;
+      std::array<std::uint64_t, (max_length + 63) / 64> state{};
+      const std::uint64_t top = std::uint64_t{1} << ((chars.size() - 1) % 64);
+      for (std::size_t j = from; j < to; ++j) {
+        const std::uint64_t* m = mask(static_cast<unsigned char>(s[j]));
+        std::uint64_t carry = 1;  // a match may start here
+        for (std::size_t w = 0; w < words; ++w) {
+          const std::uint64_t next = state[w] >> 63;
+          state[w] = ((state[w] << 1) | carry) & m[w];
+          carry = next;
+        }
+        if (state[words - 1] & top) return j + 1 - chars.size();
+      }
+      return std::string_view::npos;
+    }
+  };
+
+  std::vector<run> runs_;  ///< at least one; one more than the pattern has %s
+};
+
 }  // namespace
 
 struct selector::node {
@@ -148,6 +260,7 @@ struct selector::node {
   selector_value value;                     ///< literal
   std::string name;                         ///< identifier; like: the pattern
   char escape = 0;                          ///< like: the ESCAPE character, 0 if none
+  like_pattern pattern;                     ///< like: compiled
   bool negated = false;                     ///< NOT BETWEEN, NOT IN, NOT LIKE, IS NOT NULL
   std::vector<std::unique_ptr<node>> args;  ///< operands
   std::vector<std::string> set;             ///< in: the strings
@@ -259,13 +372,20 @@ class parser {
       expect_symbol(")");
     } else if (accept_keyword("LIKE")) {
       n = make(op::like, std::move(left));
+      const std::size_t pattern_at = tok_.at;
       n->name = string_literal("a LIKE pattern");
+      if (n->name.size() > like_pattern::max_length) {
+        throw selector_error(
+            "a LIKE pattern is at most " + std::to_string(like_pattern::max_length) + " characters",
+            pattern_at);
+      }
       if (accept_keyword("ESCAPE")) {
         const std::size_t at = tok_.at;
         const std::string e = string_literal("an ESCAPE character");
         if (e.size() != 1) throw selector_error("ESCAPE takes one character", at);
         n->escape = e[0];
       }
+      n->pattern = like_pattern(n->name, n->escape);
     } else if (negated) {
       fail("expected BETWEEN, IN or LIKE after NOT");
     } else {
@@ -350,32 +470,6 @@ const std::string* text(const value& v) {
 }
 const bool* truth(const value& v) {
   return std::get_if<bool>(&v);
-}
-
-// SQL LIKE: % any run, _ one character, `escape` makes the next one literal.
-bool like(std::string_view s, std::string_view p, char escape) {
-  std::size_t si = 0, pi = 0, star_p = std::string_view::npos, star_s = 0;
-  while (si < s.size()) {
-    if (pi < p.size() && p[pi] == '%') {
-      star_p = ++pi;
-      star_s = si;
-      continue;
-    }
-    if (pi < p.size()) {
-      const bool escaped = escape && p[pi] == escape && pi + 1 < p.size();
-      const char want = escaped ? p[pi + 1] : p[pi];
-      if ((!escaped && want == '_') || want == s[si]) {
-        pi += escaped ? 2 : 1;
-        ++si;
-        continue;
-      }
-    }
-    if (star_p == std::string_view::npos) return false;
-    pi = star_p;
-    si = ++star_s;
-  }
-  while (pi < p.size() && p[pi] == '%') ++pi;
-  return pi == p.size();
 }
 
 value compare(op kind, const value& a, const value& b) {
@@ -476,7 +570,7 @@ value eval(const selector::node& n, const selector_properties& headers) {
     case op::like: {
       const value x = arg(0);
       if (!text(x)) return unknown;
-      return negated(n.negated, like(*text(x), n.name, n.escape));
+      return negated(n.negated, n.pattern.matches(*text(x)));
     }
     case op::is_null:
       return is_null(arg(0)) != n.negated;

@@ -38,22 +38,22 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   boost::asio::io_context io;
   // Streams opened and closed with made-up DSIds.
   for (int i = 0; i < 100; ++i) {
-    auto w = m.open_stream(amf::flex::new_uuid(), "", io.get_executor());
+    auto w = m.open_stream(amf::flex::new_uuid(), {}, io.get_executor());
     m.unpark(w);
   }
   // Subscribe and unsubscribe rounds.
   for (int i = 0; i < 100; ++i) {
     const std::string client = amf::flex::new_uuid(), id = amf::flex::new_uuid();
-    m.subscribe(client, id, "news", "", "", nullptr);
-    m.unsubscribe(client, id, "", "");
+    m.subscribe(client, id, "news", "", "", nullptr, {});
+    m.unsubscribe(client, id, "", "", {});
   }
   auto s = m.snapshot();
   EXPECT_EQ(s.clients, 0u);
   EXPECT_EQ(s.subscriptions, 0u);
   EXPECT_EQ(s.streams, 0u);
   // One that subscribes is kept, and its parked poll is counted until it returns.
-  m.subscribe("client", "sub", "news", "", "", nullptr);
-  auto w = m.park("client", "", io.get_executor());
+  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  auto w = m.park("client", {}, io.get_executor());
   ASSERT_TRUE(w);
   EXPECT_EQ(m.snapshot().parked, 1u);
   m.publish("news", amf::value::number(1));
@@ -62,7 +62,7 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   s = m.snapshot();
   EXPECT_EQ(s.clients, 1u);
   EXPECT_EQ(s.parked, 0u);
-  EXPECT_EQ(m.poll("client").messages.size(), 1u);
+  EXPECT_EQ(m.poll("client", "", {}).messages.size(), 1u);
 }
 
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
@@ -70,19 +70,19 @@ TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
   cfg.destinations["news"];
   messaging m(cfg);
   boost::asio::io_context io;
-  m.subscribe("client", "sub", "news", "", "", nullptr);
-  EXPECT_TRUE(m.poll("client").messages.empty());
-  auto w = m.park("client", "", io.get_executor());  // nothing came: it waits
+  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
+  auto w = m.park("client", {}, io.get_executor());  // nothing came: it waits
   ASSERT_TRUE(w);
   EXPECT_EQ(w->why, messaging::wake::none);
   m.unpark(w);
-  EXPECT_TRUE(m.poll("client").messages.empty());
+  EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
   m.publish("news", amf::value::number(1));  // after the poll, before the park
-  w = m.park("client", "", io.get_executor());
+  w = m.park("client", {}, io.get_executor());
   ASSERT_TRUE(w);
   EXPECT_EQ(w->why, messaging::wake::message);
   m.unpark(w);
-  EXPECT_EQ(m.poll("client").messages.size(), 1u);
+  EXPECT_EQ(m.poll("client", "", {}).messages.size(), 1u);
 }
 
 }  // namespace

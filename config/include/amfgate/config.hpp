@@ -182,6 +182,15 @@ struct messaging_settings {
   std::size_t max_messages_per_poll = 1000;  ///< the rest waits for the next poll
   std::size_t max_subscriptions = 100'000;
   std::size_t max_subscriptions_per_client = 100;  ///< per FlexClient (DSId)
+  /// Per caller: the HTTP session, or the client address of a request without one (0: none).
+  std::size_t max_clients_per_caller = 500;          ///< FlexClients
+  std::size_t max_subscriptions_per_caller = 2'000;  ///< subscriptions
+  /// (subtopic, selector) pairs per subscription (MULTI_SUBSCRIBE adds several).
+  std::size_t max_filters_per_subscription = 64;
+  /// What a message's headers keep: their names and string values, each counted in full
+  /// however often the request referenced it. Selectors read these.
+  std::size_t max_header_bytes = 65'536;
+  std::size_t max_id_bytes = 128;  ///< a DSId or a subscription's clientId (a UUID is 36)
   /// A FlexClient that does not poll for this long loses its subscriptions.
   milliseconds client_idle_timeout{30 * 60'000};
   /// With sessions.store "redis", the destinations' logs and the subscriptions are kept in

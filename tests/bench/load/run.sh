@@ -216,7 +216,8 @@ cat >"$work/amfgate-push.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18488}, "threads": 2,
  "limits": {"max_connections": 10000, "max_connections_per_client": 0,
             "max_requests_per_client": 0},
- "messaging": {"poll_wait_ms": 30000, "destinations": {"bench": {}}}}
+ "messaging": {"poll_wait_ms": 30000, "max_clients_per_caller": 0,
+               "max_subscriptions_per_caller": 0, "destinations": {"bench": {}}}}
 JSON
 build/bench/server/amfgate --config "$work/amfgate-push.json" >"$work/amfgate-push.log" &
 push=$!

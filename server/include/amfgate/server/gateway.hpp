@@ -43,6 +43,10 @@ struct exchange {
   void waiting() {
     if (on_wait) std::exchange(on_wait, nullptr)();
   }
+  /// Called with true when a poll parks and with false when it stops waiting: a parked poll
+  /// holds no place in limits.max_requests_per_client (64 long polls from one address, a
+  /// NAT, must not make its every other request a 503).
+  std::function<void(bool parked)> on_park;
 
   // Set by the gateway:
   unsigned status = 200;
@@ -71,6 +75,13 @@ class gateway {
   /// Shutdown: parked polls answer now, and no poll parks any more.
   void drain() { services_.messaging().drain(); }
   services::messaging& messaging() { return services_.messaging(); }
+  /// `id` if the session store knows that session, else empty (a made-up or ended cookie).
+  boost::asio::awaitable<std::string> known_session(std::string_view id);
+  /// Before messaging acts on FlexClient `client` for a request with `session` (empty: none):
+  /// a FlexClient bound to another session that has ended (a logout, its idle timeout) ends
+  /// with it, so the caller finds it gone. One bound to a live session stays, and messaging
+  /// refuses the caller. Throws fault Server.Session.Unavailable if the store is unreachable.
+  boost::asio::awaitable<void> check_owner(std::string_view client, std::string_view session);
 
  private:
   struct request;

@@ -55,8 +55,9 @@ struct http_request {
   std::string body;                             ///< moved to the gateway by `route`
   std::string client;                           ///< "address:port"
   std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
-  /// See exchange::on_wait.
+  /// See exchange::on_wait and exchange::on_park.
   std::function<void()> on_wait;
+  std::function<void(bool)> on_park;
 };
 
 }  // namespace amfgate::server

@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -64,6 +65,15 @@ bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
 
 class messaging_share;
 
+/// Who makes a messaging request: the HTTP session it carries (empty: none, or one the
+/// store does not know) and its client address. A FlexClient used with a session is bound to
+/// it: from then on only requests of that session reach it (a DSId alone is not enough).
+/// FlexClients and subscriptions are counted per caller: the session, or the address of a
+/// request without one.
+struct caller {
+  std::string_view session, address;
+};
+
 class messaging {
  public:
   using header = std::pair<std::string, amf::value>;
@@ -78,7 +88,10 @@ class messaging {
     selector_properties properties;
     double timestamp = 0, time_to_live = 0;
     std::chrono::steady_clock::time_point expires = std::chrono::steady_clock::time_point::max();
-    std::size_t bytes() const { return 256 + body.size() + headers.size() + subtopic.size(); }
+    std::size_t property_bytes = 0;  ///< what `properties` holds: names and strings
+    std::size_t bytes() const {
+      return 256 + body.size() + headers.size() + subtopic.size() + property_bytes;
+    }
   };
 
   /// One message for one subscription.
@@ -109,7 +122,7 @@ class messaging {
 
     boost::asio::steady_timer timer;
     std::atomic<wake> why{wake::none};
-    std::string flex_client, session;  ///< session: empty without one
+    std::string flex_client, session, address;  ///< the caller that holds it
     bool stream = false;
     /// In the held counts while its FlexClient holds it (guarded by the broker's mutex).
     bool counted = false;
@@ -118,6 +131,7 @@ class messaging {
   /// A subscription as instances share it.
   struct shared_subscription {
     std::string id, destination;
+    std::string owner;  ///< the session its FlexClient is bound to; empty: none
     std::vector<std::pair<std::string, std::string>> filters;  ///< subtopic, selector
     std::uint64_t cursor = 0;
   };
@@ -158,28 +172,42 @@ class messaging {
   void start(boost::asio::any_io_executor executor);
   /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
   boost::asio::awaitable<void> send(const amf::flex::message& m, const principal* user);
+  // Each call below that names a FlexClient for a `caller` throws Client.Authorization when
+  // the FlexClient is bound to another session (`owner` says which), and Server.Processing
+  // for an id longer than max_id_bytes or past the caller's quotas.
+
   /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`.
   void subscribe(std::string_view client, std::string_view subscription,
                  std::string_view destination, std::string_view subtopic,
-                 std::string_view selector_text, const principal* user);
+                 std::string_view selector_text, const principal* user, const caller& who);
   /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one.
   void unsubscribe(std::string_view client, std::string_view subscription,
-                   std::string_view subtopic, std::string_view selector_text);
-  /// MULTI_SUBSCRIBE: DSAddSub / DSRemSub entries "subtopic_;_selector[_;_maxFrequency]".
+                   std::string_view subtopic, std::string_view selector_text, const caller& who);
+  /// MULTI_SUBSCRIBE: DSAddSub / DSRemSub entries "subtopic_;_selector[_;_maxFrequency]",
+  /// at most max_filters_per_subscription of each.
   void multi_subscribe(std::string_view client, std::string_view subscription,
-                       std::string_view destination, const std::vector<std::string>& add,
-                       const std::vector<std::string>& remove, const principal* user);
-  /// DISCONNECT: every subscription of `client` goes, and a poll it has parked returns.
-  void disconnect(std::string_view client);
+                       std::string_view destination, std::span<const std::string_view> add,
+                       std::span<const std::string_view> remove, const principal* user,
+                       const caller& who);
+  /// DISCONNECT by the client: as `end`, for its own caller only.
+  void disconnect(std::string_view client, const caller& who);
+  /// Every subscription of `client` goes, and a poll or stream it holds returns: its
+  /// session ended (a logout, or the session is gone), or it disconnected.
+  void end(std::string_view client);
+  /// The session `client` is bound to: empty when it is bound to none, or unknown here.
+  std::string owner(std::string_view client) const;
+  /// A login moved the session `from` to a new id `to`: a FlexClient bound to `from` follows.
+  void rebind(std::string_view client, std::string_view from, std::string_view to);
   /// What waits for `client`: all its subscriptions (a general poll), or `subscription` only
   /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
-  batch poll(std::string_view client, std::string_view subscription = {});
+  batch poll(std::string_view client, std::string_view subscription, const caller& who);
   /// `poll`, shared: reads the client's subscriptions from the share first, and writes the
-  /// cursors it moved back before it returns. `client` and `subscription` are read until it
-  /// returns (as below): the awaiting coroutine holds what they view.
-  boost::asio::awaitable<batch> async_poll(std::string_view client, std::string_view subscription);
+  /// cursors it moved back before it returns. What the arguments view is read until it
+  /// returns (as below): the awaiting coroutine holds it.
+  boost::asio::awaitable<batch> async_poll(std::string_view client, std::string_view subscription,
+                                           caller who);
   /// Shared: reads the subscriptions of `client` from the share, before a change to them.
-  boost::asio::awaitable<void> load(std::string_view client);
+  boost::asio::awaitable<void> load(std::string_view client, caller who);
   /// Shared: writes the subscriptions of `client` to the share, after a change to them.
   boost::asio::awaitable<void> save(std::string_view client);
   /// From the share: the next message of a destination's shared log.
@@ -196,14 +224,15 @@ class messaging {
 
   /// Registers a parked poll for `client`: a poll it parked before returns (`replaced`).
   /// Null when the limits (max_parked, max_held_per_session) leave no room, or draining.
-  std::shared_ptr<waiter> park(std::string_view client, std::string_view session,
+  std::shared_ptr<waiter> park(std::string_view client, const caller& who,
                                boost::asio::any_io_executor executor);
   /// Registers the open stream of `client`. Throws fault Server.Busy past max_streams or
   /// max_held_per_session, or draining; Client.Stream.Duplicate (10033) while one is open.
-  std::shared_ptr<waiter> open_stream(std::string_view client, std::string_view session,
+  std::shared_ptr<waiter> open_stream(std::string_view client, const caller& who,
                                       boost::asio::any_io_executor executor);
-  /// The client's own close (`command=close`): its stream ends; false if it has none.
-  bool close_stream(std::string_view client);
+  /// The client's own close (`command=close`): its stream ends; false if it has none (or it
+  /// is bound to another session).
+  bool close_stream(std::string_view client, const caller& who);
   /// A parked poll returned, or a stream ended.
   void unpark(const std::shared_ptr<waiter>& w);
   /// Shutdown: every parked poll returns and none parks any more.
@@ -232,6 +261,12 @@ class messaging {
     std::shared_ptr<waiter> parked, stream;
     std::size_t held = 0;  ///< of them, those counted without a session
     std::chrono::steady_clock::time_point seen;
+    std::string owner;  ///< the session it is bound to; empty: none
+    std::string quota;  ///< the key of what it counts against in per_caller_
+  };
+  /// What one caller (a session, or an address without one) holds.
+  struct held_by_caller {
+    std::size_t clients = 0, subscriptions = 0;
   };
   using woken = std::vector<std::shared_ptr<waiter>>;
 
@@ -245,21 +280,31 @@ class messaging {
   void append_and_wake(destination& d, std::shared_ptr<stored> m);
   static bool selects(const subscription& s, const stored& m);
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
-                  std::string subtopic, std::string_view selector_text);
+                  std::string_view subtopic, std::string_view selector_text, const caller& who);
+  /// `end`, under the mutex.
+  void end_locked(std::string_view client);
   subscription& new_subscription(client& c, std::string_view client_id,
                                  std::string_view subscription_id, destination& d);
-  void adopt(std::string_view client, const std::vector<shared_subscription>& subs);
+  void adopt(std::string_view client, const std::vector<shared_subscription>& subs,
+             const caller& who);
   std::vector<shared_subscription> shared_state(std::string_view client) const;
   void remove_subscription(const std::string& id);
   void forget_if_unused(std::string_view client);
-  client& touch(std::string_view client);
+  /// The FlexClient `id` for `who`, made if it is new: within the caller's quota, bound to
+  /// its session. Throws as the public calls say.
+  client& claim(std::string_view id, const caller& who);
+  /// The FlexClient `id` if there is one and `who` may use it; null if there is none.
+  client* find_client(std::string_view id, const caller& who);
+  void erase_client(std::string_view id);
+  held_by_caller& quota_of(const std::string& key);
+  void release_quota(const std::string& key, std::size_t clients, std::size_t subscriptions);
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
   static void wake_all(const woken& waiters);
   /// Takes a parked poll or a stream of `c` out of the counts (once), when `c` lets it go.
   void release(waiter& w, client& c);
   /// A waiter for `client` within the limits, or the reason there is none.
-  std::shared_ptr<waiter> hold(client& c, std::string_view client_id, std::string_view session,
+  std::shared_ptr<waiter> hold(client& c, std::string_view client_id, const caller& who,
                                boost::asio::any_io_executor executor, bool stream,
                                const char*& refused);
 
@@ -278,6 +323,7 @@ class messaging {
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
   std::map<std::string, std::size_t, std::less<>> held_per_session_;  ///< with a session
+  std::unordered_map<std::string, held_by_caller> per_caller_;
   std::size_t parked_ = 0, streams_ = 0;
   std::uint64_t order_ = 0;
   bool draining_ = false;
