@@ -5,6 +5,7 @@
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,16 +27,18 @@ using services::fault;
 // A request's state. Shared, because a pool call that outlives its deadline still reads the
 // packet (its arguments) until it returns: the body and the arena then live as long as it.
 struct gateway::request {
-  request(std::string b, exchange& e)
+  request(std::string b, exchange& e, std::size_t max_decoded)
       : body(std::move(b)),
         memory(e.memory ? e.memory : &amf::block_pool::shared()),
-        doc(body.size() * 2 + 1024, memory),
+        cap(memory, max_decoded),
+        doc(body.size() * 2 + 1024, &cap),
         ex(e) {}
   request(const request&) = delete;
   request& operator=(const request&) = delete;
   ~request() { body_pool::give(std::move(body)); }
   std::string body;
   std::pmr::memory_resource* memory;  ///< upstream of this request's arenas
+  decode_cap cap;                     ///< between `doc` and `memory`
   amf::document doc;
   amf::packet packet{doc.resource()};
   exchange& ex;                                         ///< only while `handle` runs
@@ -196,13 +199,14 @@ net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
   std::string busy;
   try {
     // In a block the thread recycles: one request's memory serves the next.
-    auto rq =
-        std::allocate_shared<request>(net::recycling_allocator<request>(), std::move(body), ex);
+    auto rq = std::allocate_shared<request>(net::recycling_allocator<request>(), std::move(body),
+                                            ex, cfg_.limits.max_decoded_bytes);
     amf::decode_options opt;
     opt.classes = &services_.classes();
     opt.max_depth = cfg_.limits.max_depth;
     amf::decode_error ec;
     rq->packet = amf::decode_packet(amf::as_bytes(rq->body), rq->doc, ec, opt);
+    rq->cap.disarm();
     if (ec) {
       ex.status = 400;
       ex.content_type = "text/plain; charset=utf-8";
@@ -216,7 +220,14 @@ net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
     busy = e.what();
   } catch (const over_budget& e) {
     busy = std::string(e.what()) + " (limits.max_inflight_bytes)";
+  } catch (const decoded_too_large& e) {
+    ex.status = 413;
+    ex.content_type = "text/plain; charset=utf-8";
+    ex.body =
+        std::string(e.what()) + " (" + std::to_string(cfg_.limits.max_decoded_bytes) + " bytes)\n";
+    co_return;
   }
+  if (auto lost = std::exchange(ex.unwritten, nullptr)) lost();  // nothing it read is sent
   stats_.busy_refused();
   log_->warn("{}: 503: {}", ex.client_address, busy);
   ex.status = 503;
@@ -726,7 +737,10 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
   const auto who = caller_of(rq->sess, rq->ex.client_address);
   co_await m.load(client, who);  // shared: whom it is bound to
   co_await check_owner(client, who.session);
-  services::messaging::batch b = co_await m.async_poll(client, subscription_id, who);
+  // A reply carries at most max_response_bytes, less room for the packet's other answers.
+  const std::size_t max_bytes = cfg_.limits.max_response_bytes -
+                                std::min<std::size_t>(cfg_.limits.max_response_bytes / 2, 64 << 10);
+  services::messaging::batch b = co_await m.async_poll(client, subscription_id, who, max_bytes);
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
   // the limits).
@@ -763,7 +777,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
           break;
         }
         const std::string_view all;  // a general poll: every subscription
-        b = co_await m.async_poll(client, all, who);
+        b = co_await m.async_poll(client, all, who, max_bytes);
         if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;
@@ -789,6 +803,16 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
     amf::flex::set_header(rq->doc, reply, "AMFGateMessagesLost", amf::value::of(lost));
   }
   if (b.messages.empty()) co_return amf::value::null();  // an empty acknowledgement
+  // Until the reply is written, what it carries is read again by a poll should it not be.
+  // (The executor is read first: GCC 12 copies a closure built within a co_await expression
+  // byte for byte, and the short strings in it then point into the wrong object.)
+  const auto executor = co_await net::this_coro::executor;
+  auto rewind = [before = std::move(rq->ex.unwritten), &m, executor, id = std::string(client),
+                 cursors = std::move(b.cursors)]() mutable {
+    if (before) before();
+    net::co_spawn(executor, m.rewind(std::move(id), std::move(cursors)), net::detached);
+  };
+  rq->ex.unwritten = std::move(rewind);
   client_sync();
   amf::array_node* messages = rq->doc.array(b.messages.size());
   for (const auto& d : b.messages) {

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -585,12 +586,14 @@ class connection : public std::enable_shared_from_this<connection> {
                        parked);
     }
     expire_in(st_.cfg.limits.read_timeout);
+    unwritten_ = std::move(out.unwritten);
     http::async_write(
         stream_, *res,
         recycled([self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
           body_pool::give(std::move(self->response_->body()));
           self->response_.reset();
           self->release_memory();
+          if (auto lost = std::exchange(self->unwritten_, nullptr); lost && ec) lost();
           if (ec || !keep_alive) return self->close();
           self->first_ = false;
           self->read_header();
@@ -644,11 +647,31 @@ class connection : public std::enable_shared_from_this<connection> {
     expire_in(st_.cfg.limits.read_timeout);
     co_await http::async_write_header(stream_, sr, net::use_awaitable);
     deadline_.clear();
+    net::steady_timer later(stream_.get_executor());
     for (;;) {
+      // While requests hold the whole memory budget, a stream reads nothing more: what waits
+      // for it stays in the log (a slow stream costs no copies), and it reads on after.
+      while (st_.budget.used() > st_.budget.max()) {
+        later.expires_after(std::chrono::milliseconds(50));
+        co_await later.async_wait(net::use_awaitable);
+      }
       const std::string piece = co_await out.stream->next();
       if (piece.empty()) break;
+      // Charged while it is written, as a reply is: other requests see what streams hold.
+      st_.budget.take(piece.size());
+      struct charged {
+        memory_budget& budget;
+        std::size_t bytes;
+        ~charged() { budget.give(bytes); }
+      } held{st_.budget, piece.size()};
       expire_in(st_.cfg.limits.read_timeout);
-      co_await net::async_write(stream_, http::make_chunk(net::buffer(piece)), net::use_awaitable);
+      beast::error_code ec;
+      co_await net::async_write(stream_, http::make_chunk(net::buffer(piece)),
+                                net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        out.stream->unwritten();  // what it carried is read again by the client's next stream
+        throw boost::system::system_error(ec);
+      }
       deadline_.clear();
       bytes_out += piece.size();
       ++pieces;
@@ -700,7 +723,8 @@ class connection : public std::enable_shared_from_this<connection> {
   shared_state& st_;
   std::string address_, client_;  // "address", "address:port"
   admission admission_ = admission::refused;
-  std::size_t charged_ = 0;  ///< held of the budget of requests in flight
+  std::size_t charged_ = 0;          ///< held of the budget of requests in flight
+  std::function<void()> unwritten_;  ///< the reply being written: see http_reply::unwritten
   bool first_ = true;
   phase phase_ = phase::reading;
   bool registered_ = true;
@@ -727,8 +751,10 @@ unsigned worker_threads(const config::worker_settings& w) {
 
 // One io_context per I/O thread, each run by its thread alone: a connection lives on one
 // context (chosen in turn as it is accepted), so its handlers need no strand and the threads
-// share no scheduler queue. The first context also runs the acceptor, the signals, the
-// shutdown timer, and what `executor()` is given to (the Redis store, messaging's timers).
+// share no scheduler queue. The first context also runs the acceptor, the shutdown timer,
+// and what `executor()` is given to (the Redis store, messaging's timers). Signals are
+// waited for on a thread of their own, so that a second one exits at once even while every
+// I/O thread is busy.
 std::vector<std::unique_ptr<net::io_context>> make_contexts(unsigned n) {
   std::vector<std::unique_ptr<net::io_context>> v;
   for (unsigned i = 0; i < n; ++i) v.push_back(std::make_unique<net::io_context>(1));
@@ -743,7 +769,7 @@ struct http_server::impl {
         contexts(make_contexts(threads)),
         ioc(*contexts.front()),
         acceptor(ioc),
-        signals(ioc, SIGINT, SIGTERM),
+        signals(signal_context, SIGINT, SIGTERM),
         timer(ioc),
         workers(worker_threads(cfg.workers),
                 cfg.workers.max_queue ? cfg.workers.max_queue : 64 * worker_threads(cfg.workers)) {}
@@ -763,6 +789,8 @@ struct http_server::impl {
     });
   }
 
+  // On the signal thread: the second signal exits there and then; the first starts the
+  // drain on the first I/O context.
   void wait_for_signal() {
     signals.async_wait([this](beast::error_code ec, int sig) {
       if (ec) return;
@@ -773,19 +801,23 @@ struct http_server::impl {
       }
       st.log->info("signal {}: no longer accepting, draining requests in flight (grace {} ms)", sig,
                    st.cfg.shutdown_grace.count());
-      st.routes->set_draining();
-      beast::error_code ignored;
-      acceptor.close(ignored);
-      {
-        std::lock_guard lock(st.mutex);
-        for (auto& w : st.connections) {
-          if (auto c = w.lock()) c->close_if_idle();
-        }
-      }
-      deadline = clock::now() + st.cfg.shutdown_grace;
-      poll_drained();
+      net::post(ioc, [this] { drain(); });
       wait_for_signal();
     });
+  }
+
+  void drain() {
+    st.routes->set_draining();
+    beast::error_code ignored;
+    acceptor.close(ignored);
+    {
+      std::lock_guard lock(st.mutex);
+      for (auto& w : st.connections) {
+        if (auto c = w.lock()) c->close_if_idle();
+      }
+    }
+    deadline = clock::now() + st.cfg.shutdown_grace;
+    poll_drained();
   }
 
   void poll_drained() {
@@ -809,6 +841,7 @@ struct http_server::impl {
   net::io_context& ioc;  ///< the first
   std::size_t next_context = 0;
   tcp::acceptor acceptor;
+  net::io_context signal_context{1};
   net::signal_set signals;
   net::steady_timer timer;
   worker_pool workers;  // destroyed (joined) before the io_context its jobs post to
@@ -856,6 +889,15 @@ int http_server::run(router& routes) {
   i.st.log->flush();  // the port, at once: scripts and tests read it (listen.port 0)
   i.accept();
   i.wait_for_signal();
+  std::thread signal_thread([&i] { i.signal_context.run(); });
+  struct stop_signals {
+    net::io_context& context;
+    std::thread& thread;
+    ~stop_signals() {
+      context.stop();
+      thread.join();
+    }
+  } signals_stop{i.signal_context, signal_thread};
   // The other contexts may have nothing to do for a while: they run until stopped.
   std::vector<net::executor_work_guard<net::io_context::executor_type>> idle;
   std::vector<std::thread> io_threads;

@@ -8,6 +8,7 @@
 #include "amf/flex.hpp"
 #include "amf/json.hpp"
 #include "amf/packet.hpp"
+#include "amfgate/server/budget.hpp"
 #include "amfgate/server/client.hpp"
 
 namespace amfgate::server {
@@ -231,12 +232,20 @@ net::awaitable<http_reply> json_api::trace(http_request& req, exchange& ex) {
 }
 
 http_reply json_api::decode(const http_request& req) const {
-  amf::document doc;
+  decode_cap cap(&amf::block_pool::shared(), cfg_.limits.max_decoded_bytes);
+  amf::document doc(req.body.size() * 2 + 1024, &cap);
   amf::decode_options opt;
   opt.classes = &services_.classes();
   opt.max_depth = cfg_.limits.max_depth;
   amf::decode_error ec;
-  const amf::packet p = amf::decode_packet(amf::as_bytes(req.body), doc, ec, opt);
+  amf::packet p{doc.resource()};
+  try {
+    p = amf::decode_packet(amf::as_bytes(req.body), doc, ec, opt);
+  } catch (const decoded_too_large& e) {
+    return json_reply(413, {{"error", std::string(e.what()) + " (" +
+                                          std::to_string(cfg_.limits.max_decoded_bytes) + ")"},
+                            {"bytes", req.body.size()}});
+  }
   if (ec) {
     return json_reply(422,
                       {{"error", ec.message()}, {"offset", ec.offset}, {"bytes", req.body.size()}});

@@ -292,9 +292,9 @@ net::awaitable<http_reply> router::stream_route(std::string_view command, http_r
   r.content_type = "application/x-amf";
   r.headers.emplace_back("Cache-Control", "no-cache, no-store, must-revalidate");
   r.headers.emplace_back("Pragma", "no-cache");
-  r.stream = std::make_shared<message_stream>(messaging, std::move(w), amf::flex::new_uuid(),
-                                              kickstart_bytes(req.user_agent),
-                                              messaging.settings().stream_heartbeat);
+  r.stream = std::make_shared<message_stream>(
+      messaging, std::move(w), amf::flex::new_uuid(), kickstart_bytes(req.user_agent),
+      messaging.settings().stream_heartbeat, cfg_.limits.max_response_bytes);
   co_return r;
 }
 
@@ -307,6 +307,7 @@ net::awaitable<http_reply> router::amf_route(http_request& req, http_reply r) {
   r.messages = ex.messages;
   r.faults = ex.faults;
   r.parked_ms = ex.parked_ms;
+  r.unwritten = std::move(ex.unwritten);
   session_cookie(ex, r);
   if (ex.retry_after.count() > 0) {
     r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));

@@ -1,5 +1,7 @@
 #include "streaming.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <cstdio>
 
 #include "amf/encode.hpp"
@@ -41,19 +43,28 @@ std::size_t kickstart_bytes(std::string_view ua) {
 message_stream::message_stream(services::messaging& m,
                                std::shared_ptr<services::messaging::waiter> w,
                                std::string stream_id, std::size_t kickstart,
-                               std::chrono::milliseconds heartbeat)
+                               std::chrono::milliseconds heartbeat, std::size_t max_bytes)
     : messaging_(m),
       waiter_(std::move(w)),
       stream_id_(std::move(stream_id)),
       kickstart_(kickstart),
-      heartbeat_(heartbeat) {}
+      heartbeat_(heartbeat),
+      max_bytes_(max_bytes) {}
 
 message_stream::~message_stream() {
   messaging_.unpark(waiter_);
 }
 
+void message_stream::unwritten() {
+  if (last_.empty()) return;
+  net::co_spawn(waiter_->timer.get_executor(),
+                messaging_.rewind(waiter_->flex_client, std::move(last_)), net::detached);
+  last_.clear();
+}
+
 net::awaitable<std::string> message_stream::next() {
   std::string out;
+  last_.clear();
   if (done_) co_return out;
   amf::document doc;
   if (!opened_) {
@@ -101,7 +112,7 @@ net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) 
   try {
     const std::string_view all;  // every subscription
     b = co_await messaging_.async_poll(waiter_->flex_client, all,
-                                       {waiter_->session, waiter_->address});
+                                       {waiter_->session, waiter_->address}, max_bytes_);
   } catch (const services::fault&) {
     // No subscriptions yet (a stream opens when its channel connects, before them), or the
     // share cannot be reached for now: the next wake or heartbeat reads again.
@@ -109,6 +120,7 @@ net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) 
   for (const auto& d : b.messages) {
     append_message(out, services::messaging::message_for(doc, d));
   }
+  last_.insert(last_.end(), b.cursors.begin(), b.cursors.end());
 }
 
 }  // namespace amfgate::server

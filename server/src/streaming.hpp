@@ -22,11 +22,15 @@ class message_stream : public body_stream {
  public:
   /// Writes for the FlexClient of `w` (messaging::open_stream) until its client closes it,
   /// goes away, or the daemon drains (then a DISCONNECT command ends it).
+  /// A message larger than `max_bytes` is never sent (the stream's next poll says it was
+  /// lost); a piece holds at most that much.
   message_stream(services::messaging& m, std::shared_ptr<services::messaging::waiter> w,
-                 std::string stream_id, std::size_t kickstart, std::chrono::milliseconds heartbeat);
+                 std::string stream_id, std::size_t kickstart, std::chrono::milliseconds heartbeat,
+                 std::size_t max_bytes);
   ~message_stream() override;
 
   boost::asio::awaitable<std::string> next() override;
+  void unwritten() override;
 
  private:
   /// What waits for the client, appended to `out` as frames.
@@ -37,6 +41,8 @@ class message_stream : public body_stream {
   std::string stream_id_;
   std::size_t kickstart_;
   std::chrono::milliseconds heartbeat_;
+  std::size_t max_bytes_;
+  std::vector<services::messaging::moved> last_;  ///< the cursors the last piece moved
   bool opened_ = false, done_ = false;
 };
 

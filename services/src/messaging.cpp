@@ -678,7 +678,7 @@ void messaging::rebind(std::string_view client_id, std::string_view from, std::s
 }
 
 messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id,
-                                 const caller& who) {
+                                 const caller& who, std::size_t max_bytes) {
   const std::lock_guard lock(mutex_);
   sweep();
   const client* c = find_client(client_id, who);
@@ -699,9 +699,10 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   batch out;
   struct read_to {
     subscription* s;
-    std::uint64_t end;  ///< past what it examined
+    std::uint64_t from, end;  ///< where it started, and past what it examined
   };
   boost::container::small_vector<read_to, 4> read;  // a client has one or a few: no allocation
+  boost::container::small_vector<std::pair<subscription*, std::uint64_t>, 1> oversized;
   for (subscription* const subscribed : read_from) {
     subscription& s = *subscribed;
     destination& d = *s.dest;
@@ -710,8 +711,9 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
       out.lost[s.id] = first - s.cursor;
       s.cursor = first;
     }
+    if (s.lost != 0) out.lost[s.id] += std::exchange(s.lost, 0);  // replies not written
     if (s.cursor >= d.next_index) {  // read to the end (or, shared, ahead of this mirror)
-      read.push_back({&s, s.cursor});
+      read.push_back({&s, s.cursor, s.cursor});
       continue;
     }
     std::size_t taken = 0;
@@ -720,10 +722,14 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
          m != d.log.end() && taken < max; ++m) {
       end = (*m)->index + 1;
       if ((*m)->expires < now || !selects(s, **m)) continue;
+      if ((*m)->bytes() > max_bytes) {  // no reply may carry it: lost, once passed
+        oversized.push_back({&s, (*m)->index});
+        continue;
+      }
       out.messages.push_back({s.id, *m});
       ++taken;
     }
-    read.push_back({&s, end});
+    read.push_back({&s, s.cursor, end});
   }
   // In the order they were published; past the per-poll bound the rest waits, each
   // subscription's cursor stopping at its first message left out.
@@ -733,14 +739,27 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
         out.messages.begin(), out.messages.end(),
         [](const delivery& a, const delivery& b) { return a.message->order < b.message->order; });
   }
+  // Past the count, or the bytes a reply may carry, the rest waits.
+  std::size_t keep = 0;
+  for (std::size_t bytes = 0; keep < out.messages.size() && keep < max; ++keep) {
+    bytes += out.messages[keep].message->bytes();
+    if (bytes > max_bytes) break;
+  }
   std::map<std::string_view, std::uint64_t> left_out;
-  for (std::size_t i = max; i < out.messages.size(); ++i) {
+  for (std::size_t i = keep; i < out.messages.size(); ++i) {
     left_out.emplace(out.messages[i].subscription, out.messages[i].message->index);
   }
-  if (out.messages.size() > max) out.messages.resize(max);
+  out.messages.resize(keep);
   for (const auto& r : read) {
     const auto l = left_out.find(r.s->id);
     r.s->cursor = l == left_out.end() ? r.end : l->second;
+    const auto delivered = static_cast<std::uint64_t>(
+        std::count_if(out.messages.begin(), out.messages.end(),
+                      [&](const delivery& m) { return m.subscription == r.s->id; }));
+    if (delivered != 0) out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered});
+  }
+  for (const auto& [s, index] : oversized) {
+    if (index < s->cursor) ++out.lost[s->id];
   }
   for (const auto& m : out.messages)
     ++destinations_.find(m.message->destination)->second->delivered;
@@ -749,10 +768,10 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
 
 boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view client_id,
                                                                std::string_view subscription_id,
-                                                               caller who) {
-  if (!share_) co_return poll(client_id, subscription_id, who);
+                                                               caller who, std::size_t max_bytes) {
+  if (!share_) co_return poll(client_id, subscription_id, who, max_bytes);
   co_await load(client_id, who);
-  batch b = poll(client_id, subscription_id, who);
+  batch b = poll(client_id, subscription_id, who, max_bytes);
   if (b.messages.empty() && b.lost.empty()) co_return b;
   std::vector<std::pair<std::string, std::uint64_t>> cursors;
   for (auto& s : shared_state(client_id)) cursors.emplace_back(std::move(s.id), s.cursor);
@@ -763,6 +782,27 @@ boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view 
     throw unavailable(e);  // not delivered: read again by the next poll
   }
   co_return b;
+}
+
+boost::asio::awaitable<void> messaging::rewind(std::string client_id, std::vector<moved> cursors) {
+  {
+    const std::lock_guard lock(mutex_);
+    for (const auto& c : cursors) {
+      const auto it = subscriptions_.find(c.subscription);
+      if (it == subscriptions_.end() || it->second.client != client_id) continue;
+      if (it->second.cursor == c.to) {
+        it->second.cursor = c.from;
+      } else {
+        it->second.lost += c.delivered;  // read on by another poll since: told next time
+      }
+    }
+  }
+  if (!share_) co_return;
+  try {
+    co_await share_->rewind(std::move(client_id), std::move(cursors));
+  } catch (const store_unavailable&) {
+    // The shared cursors stay where the poll moved them: those messages are lost to it.
+  }
 }
 
 boost::asio::awaitable<void> messaging::load(std::string_view client_id, caller who) {

@@ -24,10 +24,11 @@ class MessagingHostile : public ::testing::Test {
     const std::string hash = services::hash_password("pw");
     d_ = new daemon(R"("users": [{"name": "ann", "password": ")" + hash +
                     R"(", "roles": []}],
-           "limits": {"max_requests_per_client": 4},
+           "limits": {"max_requests_per_client": 4, "max_response_bytes": 1048576},
            "messaging": {"poll_wait_ms": 4000, "max_clients_per_caller": 6,
                          "max_held_per_session": 1,
-                         "destinations": {"news": {"allow_subtopics": true},
+                         "destinations": {"news": {"allow_subtopics": true,
+                                                   "retention": {"max_bytes": 8388608}},
                                           "secure": {"subscribe": {"authenticated": true}}}})");
   }
   static void TearDownTestSuite() { delete d_; }
@@ -196,6 +197,27 @@ TEST_F(MessagingHostile, SubscriptionFloodsMeetTheCallersQuota) {
   EXPECT_NE(last.find("messaging.max_clients_per_caller (6)"), std::string::npos) << last;
 }
 
+// Item 8: a reply that failed after the cursor moved lost its messages silently (20 of 20
+// consumers lost an 8 MB message to Server.ResponseTooLarge). A message no reply may carry is
+// now reported lost, and the rest is delivered.
+TEST_F(MessagingHostile, AMessageTooLargeForAnyReplyIsReportedNotSilentlyLost) {
+  flex_channel reader = connected(port()), writer = connected(port());
+  flex_consumer consumer{reader, "news"};
+  ASSERT_EQ(fault_of(consumer.subscribe()), "");
+  flex_producer producer{writer, "news"};
+  ASSERT_EQ(fault_of(producer.send("before")), "");
+  ASSERT_EQ(fault_of(producer.send(std::string(2 << 20, 'x'))), "");  // over 1 MiB replies
+  ASSERT_EQ(fault_of(producer.send("after")), "");
+  const flex_reply r = reader.poll();
+  EXPECT_EQ(fault_of(r), "");
+  EXPECT_EQ(texts(r), (std::vector<std::string>{"before", "after"}));
+  const amf::value lost = r.header("AMFGateMessagesLost");
+  ASSERT_TRUE(lost.as_object()) << "no AMFGateMessagesLost header";
+  const amf::value* n = lost.as_object()->find(consumer.client_id);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->to_double(), 1);
+}
+
 // Items 16 and 17: a made-up cookie counted as a session of its own for max_held_per_session,
 // and parked polls counted in max_requests_per_client, so that 64 long polls from one address
 // made its every other request a 503.
@@ -291,6 +313,37 @@ TEST_F(JsonHostile, ConsoleDecodeIsBoundedByTheResponseLimit) {
   const auto r = d_->client().post("/console/decode", packet, "application/octet-stream");
   EXPECT_EQ(r.status, 413u);
   EXPECT_NE(r.body.find("limits.max_response_bytes"), std::string::npos) << r.body.substr(0, 300);
+}
+
+// Item 19: 16M AMF3 nulls (16 MiB) decoded to +368 MiB, bounded only by the daemon's whole
+// budget. A packet's values are bounded per request (limits.max_decoded_bytes, 128 MiB).
+TEST_F(JsonHostile, APacketDecodesWithinItsOwnBound) {
+  const std::uint32_t count = 8u << 20, u29 = (count << 1) | 1;
+  std::string packet(
+      "\x00\x03\x00\x00\x00\x01\x00\x04"
+      "echo\x00\x02/1\xff\xff\xff\xff",
+      20);
+  packet += std::string("\x0a\x00\x00\x00\x01\x11\x09", 7);
+  packet += static_cast<char>(((u29 >> 22) & 0x7f) | 0x80);
+  packet += static_cast<char>(((u29 >> 15) & 0x7f) | 0x80);
+  packet += static_cast<char>(((u29 >> 8) & 0x7f) | 0x80);
+  packet += static_cast<char>(u29 & 0xff);
+  packet += '\x01';                      // no associative part
+  packet += std::string(count, '\x01');  // 8M nulls: 8 MiB sent, 184 MiB of values
+  auto http = d_->client();
+  const auto r = http.post("/gateway", packet);
+  EXPECT_EQ(r.status, 413u) << r.body.substr(0, 200);
+  EXPECT_NE(r.body.find("limits.max_decoded_bytes"), std::string::npos) << r.body.substr(0, 200);
+  const auto console = http.post("/console/decode", packet, "application/octet-stream");
+  EXPECT_EQ(console.status, 413u) << console.body.substr(0, 200);
+  // A packet of the same shape within the bound is echoed.
+  std::string small = packet.substr(0, 27);  // up to the array marker
+  const std::uint32_t few = (1000u << 1) | 1;
+  small += static_cast<char>(((few >> 7) & 0x7f) | 0x80);
+  small += static_cast<char>(few & 0x7f);
+  small += '\x01';
+  small += std::string(1000, '\x01');
+  EXPECT_EQ(http.post("/gateway", small).status, 200u);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "amf/flex.hpp"
@@ -83,6 +85,56 @@ TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
   EXPECT_EQ(w->why, messaging::wake::message);
   m.unpark(w);
   EXPECT_EQ(m.poll("client", "", {}).messages.size(), 1u);
+}
+
+// A poll whose reply was not written gives its messages back; one that another poll read on
+// from tells the next poll what was lost.
+TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
+  config::messaging_settings cfg;
+  cfg.destinations["news"];
+  messaging m(cfg);
+  boost::asio::io_context io;
+  auto rewind = [&](const messaging::batch& b) {
+    boost::asio::co_spawn(io, m.rewind("client", b.cursors), boost::asio::detached);
+    io.run();
+    io.restart();
+  };
+  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.publish("news", amf::value::number(1));
+  m.publish("news", amf::value::number(2));
+  const auto first = m.poll("client", "", {});
+  ASSERT_EQ(first.messages.size(), 2u);
+  rewind(first);
+  const auto again = m.poll("client", "", {});
+  EXPECT_EQ(again.messages.size(), 2u);  // read again, none lost
+  EXPECT_TRUE(again.lost.empty());
+  m.publish("news", amf::value::number(3));
+  const auto third = m.poll("client", "", {});  // another poll read on since `again`
+  rewind(again);
+  EXPECT_EQ(third.messages.size(), 1u);
+  const auto told = m.poll("client", "", {});
+  EXPECT_TRUE(told.messages.empty());
+  EXPECT_EQ(told.lost.at("sub"), 2u);
+}
+
+// A batch holds at most the bytes a reply may carry; a message larger than that alone is lost.
+TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
+  config::messaging_settings cfg;
+  cfg.destinations["news"];
+  messaging m(cfg);
+  amf::document doc;
+  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  for (int i = 0; i < 10; ++i) m.publish("news", doc.string(std::string(1000, 'a')));
+  m.publish("news", doc.string(std::string(100'000, 'b')));
+  const auto b = m.poll("client", "", {}, 5000);
+  EXPECT_EQ(b.messages.size(), 3u);  // about 1.3 KB each as kept
+  EXPECT_TRUE(b.lost.empty());
+  const auto rest = m.poll("client", "", {}, 5000);
+  EXPECT_EQ(rest.messages.size(), 3u);
+  m.poll("client", "", {}, 5000);
+  const auto last = m.poll("client", "", {}, 5000);
+  EXPECT_EQ(last.messages.size(), 1u);
+  EXPECT_EQ(last.lost.at("sub"), 1u);  // the 100 KB one
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ struct limit_settings {
   std::size_t max_inflight_bytes = std::size_t{512} << 20;
   /// The encoded size of one reply; past it the call is answered with Server.ResponseTooLarge.
   std::size_t max_response_bytes = std::size_t{64} << 20;
+  /// What one request's packet may decode to (its values, not its bytes: 16 MiB of AMF3
+  /// nulls are 368 MiB of values). Past it: 413.
+  std::size_t max_decoded_bytes = std::size_t{128} << 20;
   /// User names and passwords longer than this are refused before they are hashed, logged
   /// or quoted.
   std::size_t max_credential_bytes = 256;

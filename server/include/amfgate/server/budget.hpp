@@ -38,6 +38,43 @@ class memory_budget {
   const std::size_t max_;
 };
 
+/// Thrown when a packet decodes to more than limits.max_decoded_bytes.
+struct decoded_too_large : std::bad_alloc {
+  const char* what() const noexcept override {
+    return "the packet decodes to more memory than limits.max_decoded_bytes";
+  }
+};
+
+/// An upstream for one request's arena that bounds what decoding its packet takes: 16 MiB of
+/// AMF3 nulls decode to 368 MiB of values, so the bytes a request sent do not bound what it
+/// keeps. Armed while the packet decodes; what handlers build afterwards is bounded by the
+/// reply's limit instead. Used by one request at a time: not thread-safe.
+class decode_cap : public std::pmr::memory_resource {
+ public:
+  decode_cap(std::pmr::memory_resource* upstream, std::size_t max)
+      : upstream_(upstream), max_(max) {}
+  void disarm() { armed_ = false; }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment) override {
+    if (armed_ && (bytes > max_ || used_ > max_ - bytes)) throw decoded_too_large();
+    void* p = upstream_->allocate(bytes, alignment);
+    used_ += bytes;
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment) override {
+    upstream_->deallocate(p, bytes, alignment);
+    used_ -= bytes;
+  }
+  bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+    return this == &o;
+  }
+
+  std::pmr::memory_resource* upstream_;
+  std::size_t max_, used_ = 0;
+  bool armed_ = true;
+};
+
 /// An upstream for request arenas that charges what it hands out to a budget, and throws
 /// `over_budget` instead of passing it.
 class budget_resource : public std::pmr::memory_resource {

@@ -58,6 +58,9 @@ struct exchange {
   std::size_t messages = 0;
   std::size_t faults = 0;
   double parked_ms = -1;  ///< how long a poll parked for messages, if one did
+  /// Runs if the reply is not written (the client went away, or a 503 replaced it): a poll's
+  /// cursors go back, so that nothing it read is lost.
+  std::function<void()> unwritten;
 };
 
 class gateway {

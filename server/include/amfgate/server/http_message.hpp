@@ -30,6 +30,8 @@ class body_stream {
   virtual ~body_stream() = default;
   /// The next bytes to send, however long they take to come; empty: the end.
   virtual boost::asio::awaitable<std::string> next() = 0;
+  /// The last bytes `next` gave were not written (the client went away).
+  virtual void unwritten() {}
 };
 
 struct http_reply {
@@ -38,7 +40,8 @@ struct http_reply {
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
   std::size_t messages = 0, faults = 0;
-  double parked_ms = -1;  ///< see exchange::parked_ms
+  double parked_ms = -1;            ///< see exchange::parked_ms
+  std::function<void()> unwritten;  ///< see exchange::unwritten
   /// Set: the body is streamed with chunked encoding (`body` is not sent), and the
   /// connection closes at its end.
   std::shared_ptr<body_stream> stream;

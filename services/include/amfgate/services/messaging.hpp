@@ -101,10 +101,18 @@ class messaging {
   };
 
   /// What a poll reads.
+  /// A subscription's cursor as a poll moved it: from `from` to `to`.
+  struct moved {
+    std::string subscription;
+    std::uint64_t from = 0, to = 0;
+    std::uint64_t delivered = 0;  ///< of the batch's messages, this subscription's
+  };
   struct batch {
     std::vector<delivery> messages;
-    /// Subscription id: messages that fell out of retention before this client read them.
+    /// Subscription id: messages that fell out of retention before this client read them,
+    /// that were larger than any reply may be, or whose reply was not written.
     std::map<std::string, std::uint64_t> lost;
+    std::vector<moved> cursors;  ///< for `rewind`, if the reply is not written
   };
 
   /// Why a parked poll or a stream's wait came back: a message for it, another poll of its
@@ -200,12 +208,19 @@ class messaging {
   void rebind(std::string_view client, std::string_view from, std::string_view to);
   /// What waits for `client`: all its subscriptions (a general poll), or `subscription` only
   /// (Consumer.receive()). Throws Server.Processing.NotSubscribed when there is none.
-  batch poll(std::string_view client, std::string_view subscription, const caller& who);
+  /// A message larger than `max_bytes` (as kept) is never delivered: it is counted lost. The
+  /// messages of a batch are at most `max_bytes` together, and the rest waits.
+  batch poll(std::string_view client, std::string_view subscription, const caller& who,
+             std::size_t max_bytes = SIZE_MAX);
   /// `poll`, shared: reads the client's subscriptions from the share first, and writes the
   /// cursors it moved back before it returns. What the arguments view is read until it
   /// returns (as below): the awaiting coroutine holds it.
   boost::asio::awaitable<batch> async_poll(std::string_view client, std::string_view subscription,
-                                           caller who);
+                                           caller who, std::size_t max_bytes = SIZE_MAX);
+  /// The reply that carried `b` was not written (the client went away, the daemon's memory
+  /// budget refused it): each cursor it moved goes back, unless another poll moved it since;
+  /// then its messages are counted lost, and the next poll says so (AMFGateMessagesLost).
+  boost::asio::awaitable<void> rewind(std::string client, std::vector<moved> cursors);
   /// Shared: reads the subscriptions of `client` from the share, before a change to them.
   boost::asio::awaitable<void> load(std::string_view client, caller who);
   /// Shared: writes the subscriptions of `client` to the share, after a change to them.
@@ -255,6 +270,7 @@ class messaging {
     struct client* owner = nullptr;  ///< `client` in clients_, kept while it has subscriptions
     std::vector<filter> filters;
     std::uint64_t cursor = 0;  ///< the index of the next message to read
+    std::uint64_t lost = 0;    ///< not delivered and not yet reported
   };
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
@@ -355,6 +371,9 @@ class messaging_share {
   /// Moves the cursors of subscriptions of `client` that still exist forward, never back.
   virtual boost::asio::awaitable<void> advance(
       std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) = 0;
+  /// Moves each cursor back to `from` where it is still at `to`.
+  virtual boost::asio::awaitable<void> rewind(std::string client,
+                                              std::vector<messaging::moved> cursors) = 0;
 };
 
 }  // namespace amfgate::services
