@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "amf/flex.hpp"
 #include "amfgate/services/session.hpp"
 
 namespace amfgate::services {
@@ -16,6 +17,19 @@ namespace amfgate::services {
 namespace net = boost::asio;
 
 namespace {
+
+// KEYS[1] the log, KEYS[2] the logs' epoch; ARGV[1] the epoch the caller knows ("" before
+// it knows one), ARGV[2] the log's bound, then the entry's fields and values. Refused while
+// the epoch is not the one the caller knows: the store lost its logs, and the reader has not
+// yet carried their numbering on (a publish then fails, instead of being numbered anew).
+constexpr const char* append_script = R"(
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  return redis.error_reply('AMFGATE the store lost its logs; the numbering is being carried on')
+end
+local entry = {}
+for i = 3, #ARGV do entry[#entry + 1] = ARGV[i] end
+return redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[2], '0-*', unpack(entry))
+)";
 
 // KEYS[1] the client's hash; ARGV[1] its idle expiry (ms, 0 none). Its fields, flat.
 constexpr const char* load_script = R"(
@@ -54,6 +68,18 @@ for i = 2, #ARGV, 2 do
 end
 local ttl = tonumber(ARGV[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+)";
+
+// KEYS[1] the client's hash; then (clientId, from, to) triples: a cursor still at `to` goes
+// back to `from` (a poll's reply was not written, and no other poll read on since).
+constexpr const char* rewind_script = R"(
+for i = 1, #ARGV, 3 do
+  local now = redis.call('HGET', KEYS[1], 'c:' .. ARGV[i])
+  if now and tonumber(now) == tonumber(ARGV[i + 2]) then
+    redis.call('HSET', KEYS[1], 'c:' .. ARGV[i], ARGV[i + 1])
+  end
+end
 return 1
 )";
 
@@ -125,15 +151,25 @@ void redis_messaging::start(net::any_io_executor ex, messaging& m) {
 net::awaitable<void> redis_messaging::append(std::shared_ptr<const messaging::stored> m) {
   const auto d = cfg_.destinations.find(m->destination);
   const std::size_t max = d == cfg_.destinations.end() ? 1000 : d->second.max_messages;
-  std::vector<std::string> args{"XADD",   prefix_ + "log:" + m->destination,
-                                "MAXLEN", std::to_string(max),
-                                "0-*",  // numbered 0-1, 0-2 ...: the message's index
-                                "id",     m->message_id,
-                                "s",      m->subtopic,
-                                "b",      m->body,
-                                "h",      m->headers,
-                                "t",      number(m->timestamp),
-                                "l",      number(m->time_to_live)};
+  std::vector<std::string> args{"EVAL",
+                                append_script,
+                                "2",
+                                prefix_ + "log:" + m->destination,
+                                prefix_ + "epoch",
+                                epoch(),
+                                std::to_string(max),  // numbered 0-1, 0-2 ...: the index
+                                "id",
+                                m->message_id,
+                                "s",
+                                m->subtopic,
+                                "b",
+                                m->body,
+                                "h",
+                                m->headers,
+                                "t",
+                                number(m->timestamp),
+                                "l",
+                                number(m->time_to_live)};
   co_await commands_.command(std::move(args));
 }
 
@@ -207,6 +243,22 @@ net::awaitable<void> redis_messaging::advance(
   co_await commands_.command(std::move(args));
 }
 
+net::awaitable<void> redis_messaging::rewind(std::string client,
+                                             std::vector<messaging::moved> cursors) {
+  std::vector<std::string> args{"EVAL", rewind_script, "1", prefix_ + "client:" + client};
+  for (const auto& c : cursors) {
+    args.push_back(c.subscription);
+    args.push_back(std::to_string(c.from));
+    args.push_back(std::to_string(c.to));
+  }
+  co_await commands_.command(std::move(args));
+}
+
+std::string redis_messaging::epoch() const {
+  const std::lock_guard lock(epoch_mutex_);
+  return epoch_;
+}
+
 net::awaitable<void> redis_messaging::read(messaging& m) {
   // Each log from its start (what is kept), the changes from now on.
   std::vector<std::string> keys, names, last;
@@ -216,11 +268,44 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
     last.push_back("0-0");
   }
   const std::string changes = prefix_ + "changes";
+  // The logs' epoch: a token that lives as long as the logs do. A Redis that restarts empty
+  // (or is flushed) loses it, and would number its logs from 0-1 again, below every cursor:
+  // what was published then would never be read. So the reader that finds the token gone
+  // carries each log's numbering on (an entry at the last id it read, which readers skip)
+  // before a new token lets publishes in again. Subscriptions went with the store: their
+  // consumers get NotSubscribed, and resubscribe.
+  const std::string epoch_key = prefix_ + "epoch";
   std::string changes_last, failed_before;
   net::steady_timer pause(co_await net::this_coro::executor);
   for (;;) {
     std::string failure;
     try {
+      const std::string known = epoch();
+      std::vector<std::string> get{"GET", epoch_key};
+      const auto now = co_await reader_.command(std::move(get));
+      if (now.type == redis_value::kind::nil || now.str != known) {
+        if (!known.empty()) {
+          warn_(
+              "messaging: the store lost its logs (Redis restarted empty, or was flushed): "
+              "their numbering carries on; consumers resubscribe");
+        }
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          if (last[i] == "0-0") continue;
+          std::vector<std::string> mark{"XADD", keys[i], last[i], "carried", "1"};
+          try {
+            co_await reader_.command(std::move(mark));
+          } catch (const store_unavailable&) {
+            // the id is not past the top: another instance carried it on as far or further
+          }
+        }
+        // The first instance to get here names the new epoch; the others take it.
+        std::vector<std::string> claim{"SET", epoch_key, amf::flex::new_uuid(), "NX"};
+        co_await reader_.command(std::move(claim));
+        std::vector<std::string> read_back{"GET", epoch_key};
+        const auto current = co_await reader_.command(std::move(read_back));
+        const std::lock_guard lock(epoch_mutex_);
+        epoch_ = current.str;
+      }
       if (changes_last.empty()) {
         std::vector<std::string> args{"XREVRANGE", changes, "+", "-", "COUNT", "1"};
         const auto r = co_await reader_.command(std::move(args));
@@ -247,6 +332,7 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
         for (const auto& e : entries) {
           last.at(i) = e.elements.at(0).str;
           auto f = fields(e.elements.at(1));
+          if (f.contains("carried")) continue;  // where the numbering was carried on
           m.mirror(messaging::restore(names[i], sequence(last[i]), std::move(f["id"]),
                                       std::move(f["s"]), std::move(f["b"]), std::move(f["h"]),
                                       std::stod(f["t"]), std::stod(f["l"])));

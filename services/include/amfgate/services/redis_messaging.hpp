@@ -19,6 +19,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "amfgate/services/messaging.hpp"
@@ -42,6 +43,8 @@ class redis_messaging : public messaging_share {
       std::string client) override;
   boost::asio::awaitable<void> save(std::string client,
                                     std::vector<messaging::shared_subscription> subs) override;
+  boost::asio::awaitable<void> rewind(std::string client,
+                                      std::vector<messaging::moved> cursors) override;
   boost::asio::awaitable<void> advance(
       std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) override;
 
@@ -50,12 +53,16 @@ class redis_messaging : public messaging_share {
 
  private:
   boost::asio::awaitable<void> read(messaging& m);
+  /// The epoch the reader found (see read); empty before it looked.
+  std::string epoch() const;
 
   config::messaging_settings cfg_;
   std::string prefix_;
   std::function<void(const std::string&)> warn_;
   redis_client commands_;  ///< appends, loads, saves: pipelined
   redis_client reader_;    ///< XREAD BLOCK, which holds its connection while it waits
+  mutable std::mutex epoch_mutex_;
+  std::string epoch_;
 };
 
 }  // namespace amfgate::services
