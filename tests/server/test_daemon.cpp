@@ -47,6 +47,16 @@ int main(int argc, char** argv) {
           ++count.finished;
           return ms;
         });
+        // Keeps its I/O thread busy for `ms`: a handler that should not be inline.
+        r.bind(
+            "Slow", "spin",
+            [](std::int32_t ms) {
+              const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+              while (std::chrono::steady_clock::now() < until) {
+              }
+              return ms;
+            },
+            execution::inline_);
         // A reply as large as asked: for limits.max_response_bytes.
         r.bind("Slow", "text", [](std::int32_t bytes) {
           return std::string(static_cast<std::size_t>(std::max(bytes, 0)), 'x');
