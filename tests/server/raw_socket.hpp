@@ -45,17 +45,20 @@ class raw_socket {
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
   }
-  /// Everything until the peer closes (or 10 s pass).
+  /// Everything until the peer closes (or 10 s pass: then peer_closed() is false).
   std::string read_all() {
     std::string out;
     char buf[4096];
-    for (ssize_t n; (n = ::recv(fd_, buf, sizeof buf, 0)) > 0;)
-      out.append(buf, static_cast<std::size_t>(n));
+    ssize_t n;
+    while ((n = ::recv(fd_, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    peer_closed_ = n == 0;
     return out;
   }
+  bool peer_closed() const { return peer_closed_; }
 
  private:
   int fd_;
+  bool peer_closed_ = false;
 };
 
 }  // namespace amfgate::test
