@@ -33,10 +33,15 @@ TEST(Subtopics, MatchTokenByTokenWithATrailingWildcardReachingDeeper) {
   EXPECT_THROW(check_subtopic(d, "a.*", false), fault);  // 10560
 }
 
-TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnections) {
+// A broker with one destination, "news".
+config::messaging_settings news_only() {
   config::messaging_settings cfg;
   cfg.destinations["news"];
-  messaging m(cfg);
+  return cfg;
+}
+
+TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnections) {
+  messaging m(news_only());
   boost::asio::io_context io;
   // Streams opened and closed with made-up DSIds.
   for (int i = 0; i < 100; ++i) {
@@ -68,9 +73,7 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
 }
 
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
-  config::messaging_settings cfg;
-  cfg.destinations["news"];
-  messaging m(cfg);
+  messaging m(news_only());
   boost::asio::io_context io;
   m.subscribe("client", "sub", "news", "", "", nullptr, {});
   EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
@@ -90,9 +93,7 @@ TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
 // A poll whose reply was not written gives its messages back; one that another poll read on
 // from tells the next poll what was lost.
 TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
-  config::messaging_settings cfg;
-  cfg.destinations["news"];
-  messaging m(cfg);
+  messaging m(news_only());
   boost::asio::io_context io;
   auto rewind = [&](const messaging::batch& b) {
     boost::asio::co_spawn(io, m.rewind("client", b.cursors), boost::asio::detached);
@@ -119,9 +120,7 @@ TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
 
 // A batch holds at most the bytes a reply may carry; a message larger than that alone is lost.
 TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
-  config::messaging_settings cfg;
-  cfg.destinations["news"];
-  messaging m(cfg);
+  messaging m(news_only());
   amf::document doc;
   m.subscribe("client", "sub", "news", "", "", nullptr, {});
   for (int i = 0; i < 10; ++i) m.publish("news", doc.string(std::string(1000, 'a')));
