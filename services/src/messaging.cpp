@@ -745,19 +745,20 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
     bytes += out.messages[keep].message->bytes();
     if (bytes > max_bytes) break;
   }
+  // (Keyed by views of the deliveries left out: they go only once the cursors are set.)
   std::map<std::string_view, std::uint64_t> left_out;
   for (std::size_t i = keep; i < out.messages.size(); ++i) {
     left_out.emplace(out.messages[i].subscription, out.messages[i].message->index);
   }
-  out.messages.resize(keep);
+  const auto kept = out.messages.begin() + static_cast<std::ptrdiff_t>(keep);
   for (const auto& r : read) {
     const auto l = left_out.find(r.s->id);
     r.s->cursor = l == left_out.end() ? r.end : l->second;
-    const auto delivered = static_cast<std::uint64_t>(
-        std::count_if(out.messages.begin(), out.messages.end(),
-                      [&](const delivery& m) { return m.subscription == r.s->id; }));
+    const auto delivered = static_cast<std::uint64_t>(std::count_if(
+        out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
     if (delivered != 0) out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered});
   }
+  out.messages.erase(kept, out.messages.end());
   for (const auto& [s, index] : oversized) {
     if (index < s->cursor) ++out.lost[s->id];
   }

@@ -136,5 +136,25 @@ TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
   EXPECT_EQ(last.lost.at("sub"), 1u);  // the 100 KB one
 }
 
+// Cut by bytes across two subscriptions (ids too long for a short string): the messages left
+// out wait, and the cursors stop at them (fuzz_gateway found their ids read after they went).
+TEST(MessagingState, MessagesLeftOutOfABatchWaitForTheNext) {
+  messaging m(news_only());
+  amf::document doc;
+  const std::string a = "subscription-" + std::string(40, 'a');
+  const std::string b = "subscription-" + std::string(40, 'b');
+  m.subscribe("client", a, "news", "", "", nullptr, {});
+  m.subscribe("client", b, "news", "", "", nullptr, {});
+  for (int i = 0; i < 6; ++i) m.publish("news", doc.string(std::string(1000, 'x')));
+  std::size_t delivered = 0;
+  for (int polls = 0; polls < 10; ++polls) {
+    const auto batch = m.poll("client", "", {}, 5000);
+    EXPECT_LE(batch.messages.size(), 3u);
+    EXPECT_TRUE(batch.lost.empty());
+    delivered += batch.messages.size();
+  }
+  EXPECT_EQ(delivered, 12u);  // each message once for each subscription
+}
+
 }  // namespace
 }  // namespace amfgate::services
