@@ -73,6 +73,23 @@ class daemon {
 
   std::string log() const { return process_.log(); }
 
+  /// A value of /metrics: the series `name` without labels. Throws if there is none.
+  double metric(const std::string& name) const {
+    const auto text = client().get("/metrics").body;
+    const auto at = text.find("\n" + name + " ");
+    if (at == std::string::npos) throw std::runtime_error("no metric " + name);
+    return std::stod(text.substr(at + name.size() + 2));
+  }
+  /// Whether `name` comes to read `value`: asked every 20 ms, for at most 10 s. What a test
+  /// waits for is a state the daemon reports, never a time.
+  bool metric_reaches(const std::string& name, double value) const {
+    for (int i = 0; i < 500; ++i) {
+      if (metric(name) == value) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
  private:
   std::uint16_t port_ = 0;
   std::string config_, log_;

@@ -26,12 +26,7 @@ namespace {
 
 namespace net = boost::asio;
 namespace http = boost::beast::http;
-using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-double ms_since(clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(clock::now() - t).count();
-}
 
 // One NetConnection call; the reply's first body.
 struct answer {
@@ -77,14 +72,6 @@ std::vector<double> counters(const daemon& d) {  // started, finished, cancelled
   return out;
 }
 
-double metric(const daemon& d, const std::string& name) {
-  const auto text = d.client().get("/metrics").body;
-  const auto at = text.find("\n" + name + " ");
-  if (at == std::string::npos) throw std::runtime_error("no metric " + name);
-  return std::stod(text.substr(at + name.size() + 2));
-}
-
-// Echo latencies from one keep-alive connection of its own while `busy` runs.
 // Echo calls on a connection of their own: how many of `n` were answered 200.
 int echo_calls(const daemon& d, int n) {
   auto http = d.client();
@@ -144,26 +131,20 @@ TEST_F(Execution, BlockingHandlersHoldNoIoThreadAndAFullQueueIs503) {
   for (int i = 0; i < 40; ++i) {
     held.push_back(std::async(std::launch::async, [] { return call(*d_, "Slow.hold", {}); }));
   }
-  const auto until = clock::now() + std::chrono::seconds(10);
-  while (
-      (metric(*d_, "amfgate_worker_queue_depth") < 8 || metric(*d_, "amfgate_workers_busy") < 32) &&
-      clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  ASSERT_EQ(metric(*d_, "amfgate_workers_busy"), 32);
-  ASSERT_EQ(metric(*d_, "amfgate_worker_queue_depth"), 8);
+  ASSERT_TRUE(d_->metric_reaches("amfgate_workers_busy", 32));
+  ASSERT_TRUE(d_->metric_reaches("amfgate_worker_queue_depth", 8));
   const auto refused = call(*d_, "Slow.hold", {});
   EXPECT_EQ(refused.status, 503u);
   EXPECT_EQ(refused.retry_after, "1");
   // Echo is answered on other connections while every worker is held: no I/O thread waits.
   const int echoed = echo_calls(*d_, 20);
   EXPECT_EQ(echoed, 20);
-  EXPECT_EQ(metric(*d_, "amfgate_workers_busy"), 32);  // held all along
-  call(*d_, "Slow.release", {});                       // the 32, then the 8 behind them
+  EXPECT_EQ(d_->metric("amfgate_workers_busy"), 32);  // held all along
+  call(*d_, "Slow.release", {});                      // the 32, then the 8 behind them
   std::this_thread::sleep_for(milliseconds(200));
   call(*d_, "Slow.release", {});
   for (auto& f : held) EXPECT_EQ(f.get().target, "/1/onResult");
-  EXPECT_GE(metric(*d_, "amfgate_busy_refusals_total"), 1);
+  EXPECT_GE(d_->metric("amfgate_busy_refusals_total"), 1);
 }
 
 // 1,000 concurrent calls of a coroutine that awaits a 100 ms timer, on 2 I/O threads.
@@ -200,24 +181,22 @@ TEST_F(Execution, CoroutinesWaitWithoutThreads) {
 }
 
 TEST_F(Execution, DeadlinesAnswerServerTimeoutForBothKinds) {
-  const double before = metric(*d_, "amfgate_call_timeouts_total");
+  const double before = d_->metric("amfgate_call_timeouts_total");
   struct {
     const char* target;
     int timeout_ms;
   } const calls[] = {{"Slow.wait", 1000}, {"Slow.block", 2500}};
   for (const auto& c : calls) {
-    const auto t = clock::now();
     const auto a = call(*d_, c.target, {amf::value::integer(2 * c.timeout_ms)});
     EXPECT_EQ(a.target, "/1/onStatus") << c.target;
     EXPECT_EQ(a.code, "Server.Timeout");
     EXPECT_EQ(a.description, std::string(c.target) + " did not answer within " +
                                  std::to_string(c.timeout_ms) + " ms");
-    EXPECT_GE(ms_since(t), c.timeout_ms - 50);  // not before its deadline
-    // Answered while the handler still ran (each would run twice its deadline): nothing
-    // finished, whatever the machine's speed.
+    // The deadline answered (its fault, counted below), while the handler still ran: each
+    // would run twice its deadline, and nothing has finished, whatever the machine's speed.
     EXPECT_EQ(counters(*d_).at(1), 0) << c.target;
   }
-  EXPECT_EQ(metric(*d_, "amfgate_call_timeouts_total"), before + 2);
+  EXPECT_EQ(d_->metric("amfgate_call_timeouts_total"), before + 2);
   const auto c = counters(*d_);
   EXPECT_EQ(c.at(2), 1);  // the coroutine saw its cancellation
   // The blocking one finishes later on its worker; its result is dropped and logged.
@@ -227,7 +206,7 @@ TEST_F(Execution, DeadlinesAnswerServerTimeoutForBothKinds) {
 }
 
 TEST_F(Execution, AClientThatHangsUpCancelsItsCall) {
-  const double before = metric(*d_, "amfgate_calls_abandoned_total");
+  const double before = d_->metric("amfgate_calls_abandoned_total");
   for (const char* target : {"Slow.wait", "Slow.block"}) {
     const auto body =
         client::netconnection_request(target, std::vector{amf::value::integer(900)}, false);
@@ -239,11 +218,7 @@ TEST_F(Execution, AClientThatHangsUpCancelsItsCall) {
         std::to_string(body.size()) + "\r\n\r\n" + body);
     std::this_thread::sleep_for(milliseconds(200));
   }
-  const auto until = clock::now() + std::chrono::seconds(3);
-  while (metric(*d_, "amfgate_calls_abandoned_total") < before + 2 && clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  EXPECT_EQ(metric(*d_, "amfgate_calls_abandoned_total"), before + 2);
+  EXPECT_TRUE(d_->metric_reaches("amfgate_calls_abandoned_total", before + 2));
   EXPECT_EQ(counters(*d_).at(2), 1);  // the coroutine was cancelled, long before its 2 s
   EXPECT_TRUE(d_->logged("Slow.wait from 127.0.0.1"));
 }
@@ -287,12 +262,12 @@ TEST_F(Logins, AFloodOfWrongPasswordsLeavesEchoAnswered) {
   auto http = d.client();
   amf::document doc;
   const auto body = client::netconnection_request("echo", std::vector{doc.string("hi")}, false);
-  const double workers = metric(d, "amfgate_worker_threads");
+  const double workers = d.metric("amfgate_worker_threads");
   int beside_a_busy_pool = 0;
   for (int i = 0; i < 2000 && beside_a_busy_pool < 20; ++i) {
-    if (metric(d, "amfgate_workers_busy") < workers) continue;
+    if (d.metric("amfgate_workers_busy") < workers) continue;
     EXPECT_EQ(http.post("/gateway", body).status, 200u);
-    if (metric(d, "amfgate_workers_busy") == workers) ++beside_a_busy_pool;
+    if (d.metric("amfgate_workers_busy") == workers) ++beside_a_busy_pool;
   }
   flooding = false;
   for (auto& f : flood) f.join();
@@ -322,7 +297,7 @@ TEST_F(Logins, FailuresAreLimitedThenReleased) {
       amf::flex::read(amf::decode_packet(amf::as_bytes(flex.body), doc).bodies.at(0).val, doc);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->fault_string, "Too many failed logins for this user or address; retry in 1 s");
-  EXPECT_EQ(metric(d, "amfgate_logins_throttled_total"), 2);
+  EXPECT_EQ(d.metric("amfgate_logins_throttled_total"), 2);
   // After the back-off, the password is checked again.
   std::this_thread::sleep_for(milliseconds(1100));
   EXPECT_EQ(call(http, "Slow.counters", {}, "ann", "ann-secret").target, "/1/onResult");

@@ -33,11 +33,6 @@ class MessagingHostile : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete d_; }
   static std::uint16_t port() { return d_->port(); }
-  static double metric(const std::string& name) {
-    const auto text = d_->client().get("/metrics").body;
-    const auto at = text.find("\n" + name + " ");
-    return at == std::string::npos ? -1 : std::stod(text.substr(at + name.size() + 2));
-  }
   static daemon* d_;
 };
 daemon* MessagingHostile::d_ = nullptr;
@@ -171,7 +166,7 @@ TEST_F(MessagingHostile, MultiSubscribeIsBoundedBeforeItCopies) {
 // Item 7: made-up DSIds filled the daemon's subscriptions for everyone, long ids kept memory,
 // and each refused subscribe leaked a FlexClient.
 TEST_F(MessagingHostile, SubscriptionFloodsMeetTheCallersQuota) {
-  const double clients = metric("amfgate_messaging_clients");
+  const double clients = d_->metric("amfgate_messaging_clients");
   flex_channel owner = connected(port());
   flex_consumer taken{owner, "news", "", "", amf::flex::new_uuid()};
   ASSERT_EQ(fault_of(taken.subscribe()), "");
@@ -181,7 +176,7 @@ TEST_F(MessagingHostile, SubscriptionFloodsMeetTheCallersQuota) {
     flex_consumer steal{other, "news", "", "", taken.client_id};
     EXPECT_NE(fault_of(steal.subscribe()).find("10559"), std::string::npos);
   }
-  EXPECT_EQ(metric("amfgate_messaging_clients"), clients + 1);
+  EXPECT_EQ(d_->metric("amfgate_messaging_clients"), clients + 1);
   flex_channel long_id(port());
   long_id.dsid = std::string(200, 'd');
   flex_consumer too_long{long_id, "news"};
@@ -233,9 +228,7 @@ TEST_F(MessagingHostile, ParkedPollsAreHeldPerRealSessionAndFreeTheirAddress) {
   for (auto& c : channels) {
     parked.push_back(std::async(std::launch::async, [&c] { return c->poll(); }));
   }
-  while (metric("amfgate_messaging_parked_polls") < 4) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(d_->metric_reaches("amfgate_messaging_parked_polls", 4));
   // Four polls parked (max_requests_per_client is 4): this address is still served.
   amf::document doc;
   const auto echo = d_->client().post(
