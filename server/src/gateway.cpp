@@ -641,8 +641,7 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
         const std::string_view client = dsid.as_string();
         auto& m = services_.messaging();
         const auto who = caller_of(rq->sess, rq->ex.client_address);
-        co_await m.load(client, who);
-        co_await check_owner(client, who.session);
+        co_await load_owned(client, who);
         m.disconnect(client, who);
         co_await m.save(client);
       }
@@ -695,8 +694,7 @@ net::awaitable<void> gateway::subscription(request_ptr rq, const amf::flex::mess
   const std::string_view client = flex_client(in);
   const services::principal* user = rq->user ? &*rq->user : nullptr;
   const auto who = caller_of(rq->sess, rq->ex.client_address);
-  co_await m.load(client, who);  // shared: what other instances did to them
-  co_await check_owner(client, who.session);
+  co_await load_owned(client, who);
   const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
   switch (static_cast<op>(in.command)) {
     case op::subscribe:
@@ -735,8 +733,7 @@ net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::m
   using wake = services::messaging::wake;
   const std::string_view subscription_id = general ? "" : in.client_id.as_string();
   const auto who = caller_of(rq->sess, rq->ex.client_address);
-  co_await m.load(client, who);  // shared: whom it is bound to
-  co_await check_owner(client, who.session);
+  co_await load_owned(client, who);
   // A reply carries at most max_response_bytes, less room for the packet's other answers.
   const std::size_t max_bytes = cfg_.limits.max_response_bytes -
                                 std::min<std::size_t>(cfg_.limits.max_response_bytes / 2, 64 << 10);
@@ -867,6 +864,11 @@ net::awaitable<void> gateway::check_owner(std::string_view client, std::string_v
   if (!(co_await known_session(owner)).empty()) co_return;
   m.end(client);  // its session ended, and its subscriptions with it
   co_await m.save(client);
+}
+
+net::awaitable<void> gateway::load_owned(std::string_view client, services::caller who) {
+  co_await services_.messaging().load(client, who);
+  co_await check_owner(client, who.session);
 }
 
 net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::message& in) {

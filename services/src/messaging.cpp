@@ -415,17 +415,28 @@ messaging::client* messaging::find_client(std::string_view id, const caller& who
     throw fault("Client.Authorization",
                 "this FlexClient (DSId) belongs to another session: connect anew (a ping)");
   }
-  if (c.owner.empty() && !who.session.empty()) {
-    // First used with a session: bound to it, and counted against it from now on.
-    release_quota(c.quota, 1, c.subscriptions.size());
-    c.owner = who.session;
-    c.quota = c.owner;
-    held_by_caller& q = quota_of(c.quota);
-    ++q.clients;
-    q.subscriptions += c.subscriptions.size();
-  }
+  if (c.owner.empty() && !who.session.empty()) bind(c, who.session);  // first used with one
   c.seen = clock::now();
   return &c;
+}
+
+void messaging::bind(client& c, std::string_view session) {
+  release_quota(c.quota, 1, c.subscriptions.size());
+  c.owner = session;
+  c.quota = c.owner;
+  held_by_caller& q = quota_of(c.quota);
+  ++q.clients;
+  q.subscriptions += c.subscriptions.size();
+}
+
+messaging::client& messaging::add_client(std::string_view id, std::string_view owner,
+                                         std::string quota) {
+  ++quota_of(quota).clients;
+  client& c = clients_.emplace(std::string(id), client{}).first->second;
+  c.owner = owner;
+  c.quota = std::move(quota);
+  c.seen = clock::now();
+  return c;
 }
 
 messaging::client& messaging::claim(std::string_view id, const caller& who) {
@@ -438,12 +449,7 @@ messaging::client& messaging::claim(std::string_view id, const caller& who) {
       throw over_quota("max_clients_per_caller", max, "FlexClients");
     }
   }
-  ++quota_of(key).clients;
-  client& c = clients_.emplace(std::string(id), client{}).first->second;
-  c.owner = who.session;
-  c.quota = std::move(key);
-  c.seen = clock::now();
-  return c;
+  return add_client(id, who.session, std::move(key));
 }
 
 void messaging::erase_client(std::string_view id) {
@@ -668,13 +674,7 @@ void messaging::rebind(std::string_view client_id, std::string_view from, std::s
   const std::lock_guard lock(mutex_);
   const auto it = clients_.find(client_id);
   if (it == clients_.end() || it->second.owner != from || from.empty()) return;
-  client& c = it->second;
-  release_quota(c.quota, 1, c.subscriptions.size());
-  c.owner = to;
-  c.quota = c.owner;
-  held_by_caller& q = quota_of(c.quota);
-  ++q.clients;
-  q.subscriptions += c.subscriptions.size();
+  bind(it->second, to);
 }
 
 messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id,
@@ -835,21 +835,10 @@ void messaging::adopt(std::string_view client_id, const std::vector<shared_subsc
   if (!subs.empty()) {
     // Made on another instance: bound as it was bound there, counted against its caller.
     const std::string& owner = subs.front().owner;
-    auto c = clients_.find(client_id);
-    if (c == clients_.end()) {
-      std::string key = owner.empty() ? quota_key(who) : owner;
-      ++quota_of(key).clients;
-      c = clients_.emplace(std::string(client_id), client{}).first;
-      c->second.owner = owner;
-      c->second.quota = std::move(key);
-      c->second.seen = clock::now();
+    if (const auto c = clients_.find(client_id); c == clients_.end()) {
+      add_client(client_id, owner, owner.empty() ? quota_key(who) : owner);
     } else if (c->second.owner.empty() && !owner.empty()) {
-      release_quota(c->second.quota, 1, c->second.subscriptions.size());
-      c->second.owner = owner;
-      c->second.quota = owner;
-      held_by_caller& q = quota_of(owner);
-      ++q.clients;
-      q.subscriptions += c->second.subscriptions.size();
+      bind(c->second, owner);
     }
   }
   if (const auto c = clients_.find(client_id); c != clients_.end()) {

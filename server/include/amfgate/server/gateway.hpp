@@ -106,6 +106,9 @@ class gateway {
   /// The FlexClient id (DSId) that messaging needs, a view into the request; fault 10030
   /// without one.
   static std::string_view flex_client(const amf::flex::message& in);
+  /// A Flex command's FlexClient, before messaging acts on it: read from the share (with
+  /// several instances: its subscriptions, and whom it is bound to), then check_owner.
+  boost::asio::awaitable<void> load_owned(std::string_view client, services::caller who);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
   /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
   void client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,

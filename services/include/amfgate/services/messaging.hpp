@@ -311,6 +311,10 @@ class messaging {
   client& claim(std::string_view id, const caller& who);
   /// The FlexClient `id` if there is one and `who` may use it; null if there is none.
   client* find_client(std::string_view id, const caller& who);
+  /// A new FlexClient `id`, bound to `owner` (empty: none), counted against `quota`.
+  client& add_client(std::string_view id, std::string_view owner, std::string quota);
+  /// Binds `c` to `session`, and counts it against that session from now on.
+  void bind(client& c, std::string_view session);
   void erase_client(std::string_view id);
   held_by_caller& quota_of(const std::string& key);
   void release_quota(const std::string& key, std::size_t clients, std::size_t subscriptions);
