@@ -1,6 +1,7 @@
 #include "amf/value.hpp"
 
 #include <bit>
+#include <charconv>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -164,6 +165,20 @@ array_node* document::array(std::size_t reserve) {
 const traits* document::anonymous_traits() {
   if (!anonymous_) anonymous_ = make_traits("", true);
   return anonymous_;
+}
+
+std::optional<list_view> as_list(const value& v) noexcept {
+  const array_node* a = v.as_array();
+  if (!a) return std::nullopt;
+  if (v.kind() == type::array) return list_view(a->dense.data(), a->dense.size());
+  char digits[24];
+  for (std::size_t i = 0; i < a->assoc.size(); ++i) {
+    const char* end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+    if (a->assoc[i].name != std::string_view(digits, static_cast<std::size_t>(end - digits))) {
+      return std::nullopt;
+    }
+  }
+  return list_view(a->assoc.data(), a->assoc.size());
 }
 
 // ------------------------------------------------------------------------- equivalent

@@ -102,5 +102,80 @@ TEST(Adaptor, DeclaredClassRoundTrip) {
   EXPECT_FALSE(from<product>(back));
 }
 
+// How Ruffle writes an AS3 Array: an AMF0 ECMA array keyed "0".."n-1".
+value ecma(document& doc, std::initializer_list<value> items) {
+  auto* a = doc.create<array_node>(type::ecma_array, doc.resource());
+  for (const auto& v : items) a->assoc.push_back({doc.copy(std::to_string(a->assoc.size())), v});
+  return value::of(a);
+}
+
+TEST(Adaptor, DenseEcmaArraysAreLists) {
+  document doc;
+  EXPECT_EQ(from<std::vector<std::string>>(ecma(doc, {doc.string("a"), doc.string("b")})),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(from<std::vector<int>>(ecma(doc, {})), std::vector<int>{});
+  // Any other key makes it associative: not a list.
+  auto* sparse = doc.create<array_node>(type::ecma_array, doc.resource());
+  sparse->assoc.push_back({"0", value::integer(1)});
+  sparse->assoc.push_back({"2", value::integer(2)});
+  EXPECT_FALSE(from<std::vector<int>>(value::of(sparse)));
+  EXPECT_FALSE(as_list(value::of(sparse)));
+  auto* named = doc.create<array_node>(type::ecma_array, doc.resource());
+  named->assoc.push_back({"length", value::integer(1)});
+  EXPECT_FALSE(as_list(value::of(named)));
+}
+
+TEST(Adaptor, FlexCollectionsOut) {
+  document doc;
+  const value v = adaptor<array_collection<std::int32_t>>::to_value(doc, {1, 2, 3});
+  const external_node* e = v.as_external();
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->cls->alias, "flex.messaging.io.ArrayCollection");
+  EXPECT_TRUE(e->cls->externalizable);
+  // As a Flex client reads it: encoded and decoded with the built-in class codecs.
+  std::string bytes;
+  encode_amf3(v, bytes);
+  document back;
+  decode_options opt;
+  opt.classes = &class_registry::builtin();
+  const value read = decode_amf3(test::bytes(bytes), back, opt);
+  EXPECT_EQ(from<std::vector<std::int32_t>>(read), (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(from<array_list<std::int32_t>>(read), (array_list<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(adaptor<array_list<std::string>>::to_value(doc, {"x"}).as_external()->cls->alias,
+            "flex.messaging.io.ArrayList");
+}
+
+TEST(Adaptor, AFailureRecordsThePathToTheMember) {
+  document doc;
+  object_node* p = doc.object();  // anonymous, as Ruffle sends a class instance
+  p->dynamic.push_back({"id", value::integer(1)});
+  p->dynamic.push_back({"name", doc.string("lamp")});
+  p->dynamic.push_back({"price", value::number(2)});
+  p->dynamic.push_back({"tags", ecma(doc, {doc.string("a"), value::integer(5)})});
+  array_node* list = doc.array();
+  list->dense.push_back(value::of(doc.object()));  // an empty object: no product either
+  list->dense.push_back(value::of(p));
+  conversion_failure::clear();
+  EXPECT_FALSE(from<std::vector<product>>(value::of(list)));
+  const auto& f = conversion_failure::last();
+  ASSERT_TRUE(f.set);
+  EXPECT_EQ(f.where(), "[0].id");  // the first member that fails: id is missing
+  EXPECT_EQ(f.expected, "int");
+  EXPECT_TRUE(f.got.is_undefined());
+
+  list->dense.erase(list->dense.begin());
+  conversion_failure::clear();
+  EXPECT_FALSE(from<std::vector<product>>(value::of(list)));
+  EXPECT_EQ(conversion_failure::last().where(), "[0].tags[1]");
+  EXPECT_EQ(conversion_failure::last().got.kind(), type::integer);
+  // A map names its key.
+  object_node* m = doc.object();
+  m->dynamic.push_back({"ok", value::integer(1)});
+  m->dynamic.push_back({"bad", doc.string("x")});
+  conversion_failure::clear();
+  EXPECT_FALSE((from<std::map<std::string, int>>(value::of(m))));
+  EXPECT_EQ(conversion_failure::last().where(), "bad");
+}
+
 }  // namespace
 }  // namespace amf

@@ -6,14 +6,18 @@
 //   static value to_value(document& doc, const T& x);      // builds the value in `doc`
 //
 // Built in: bool, integers, float and double, std::string, std::string_view (a view into the
-// document), std::vector, std::map / std::unordered_map with string keys, std::optional,
+// document), std::vector (and amf::array_collection / amf::array_list, which go out as Flex
+// collections), std::map / std::unordered_map with string keys, std::optional,
 // std::chrono::system_clock::time_point, and amf::value itself. User structs take one macro:
 //
-//   struct User { std::int32_t id; std::string name; };
-//   AMF_CLASS(User, "com.example.User", id, name)
+//   struct User { std::int32_t id; std::string name; std::optional<std::string> email; };
+//   AMF_CLASS(User, "com.example.User", id, name, email)
 //
 // which maps a typed object of that class alias (members in that sealed order) to the struct
-// and back. Objects of another alias, or anonymous ones, convert too when every member does.
+// and back. Objects of another alias, or anonymous ones (Ruffle sends every object
+// anonymous), convert too when every member does. A member a client may leave null or out
+// must be a std::optional: null fits nothing else. A failed conversion leaves the path to
+// the member that did not fit in `conversion_failure::last()`.
 #pragma once
 
 #include <chrono>
@@ -37,17 +41,60 @@ template <class T, class Enable = void>
 struct adaptor;
 
 namespace detail {
-// The values an array-like parameter accepts: an array's dense part, an ArrayCollection or
-// ArrayList's source, or the items of an object vector.
-inline const std::pmr::vector<value>* sequence_of(const value& v) {
-  if (auto* a = v.as_array(); a && v.kind() == type::array) return &a->dense;
+// The values an array-like parameter accepts: a list (an array's dense part, a dense ECMA
+// array), an ArrayCollection or ArrayList's source, or the items of an object vector.
+inline std::optional<list_view> sequence_of(const value& v) {
   if (auto* e = v.as_external(); e && e->layout == external_node::form::single) {
     return sequence_of(e->payload);
   }
-  if (auto* vec = v.as_vector(); vec && v.kind() == type::vector_object) return &vec->objects;
-  return nullptr;
+  if (auto* vec = v.as_vector(); vec && v.kind() == type::vector_object) {
+    return list_view(vec->objects.data(), vec->objects.size());
+  }
+  return as_list(v);
 }
 }  // namespace detail
+
+/// Where the last conversion on this thread failed, for a message that names the member:
+/// `argument 1: [3].email: expected string, got int`. Adaptors of containers and classes
+/// record it as the failure unwinds through them (`conversion_failure::at`); whoever reports
+/// a failure calls `clear()` before converting and reads it after.
+struct conversion_failure {
+  std::vector<std::string> path;  ///< innermost first: "email", "[3]"
+  std::string expected;           ///< what the innermost failing member expected
+  value got;                      ///< what it held (valid while the converted value is)
+  bool set = false;
+
+  /// This thread's record.
+  static conversion_failure& last() {
+    thread_local conversion_failure f;
+    return f;
+  }
+  static void clear() {
+    auto& f = last();
+    f.path.clear();
+    f.set = false;
+  }
+  /// A member `segment` ("[3]", "email") of a container failed, holding `got` where an
+  /// `expected` was wanted; recorded once per failure, at its innermost level.
+  static void at(std::string segment, std::string_view expected, const value& got) {
+    auto& f = last();
+    if (!f.set) {
+      f.set = true;
+      f.expected = expected;
+      f.got = got;
+    }
+    f.path.push_back(std::move(segment));
+  }
+  /// The path, outermost first: "[3].email".
+  std::string where() const {
+    std::string out;
+    for (auto it = path.rbegin(); it != path.rend(); ++it) {
+      if (!out.empty() && it->front() != '[') out += '.';
+      out += *it;
+    }
+    return out;
+  }
+};
 
 template <>
 struct adaptor<value> {
@@ -165,27 +212,72 @@ struct adaptor<std::optional<T>> {
   }
 };
 
-template <class T, class A>
-struct adaptor<std::vector<T, A>> {
+namespace detail {
+template <class Sequence>
+struct sequence_adaptor {
+  using item = typename Sequence::value_type;
   static std::string_view expected() { return "array"; }
-  static bool from_value(const value& v, std::vector<T, A>& out) {
-    const auto* items = detail::sequence_of(v);
+  static bool from_value(const value& v, Sequence& out) {
+    const auto items = detail::sequence_of(v);
     if (!items) return false;
     out.clear();
     out.reserve(items->size());
-    for (const auto& e : *items) {
-      T x{};
-      if (!adaptor<T>::from_value(e, x)) return false;
+    for (std::size_t i = 0; i < items->size(); ++i) {
+      item x{};
+      if (!adaptor<item>::from_value((*items)[i], x)) {
+        conversion_failure::at("[" + std::to_string(i) + "]", adaptor<item>::expected(),
+                               (*items)[i]);
+        return false;
+      }
       out.push_back(std::move(x));
     }
     return true;
   }
-  static value to_value(document& doc, const std::vector<T, A>& xs) {
+  static value to_value(document& doc, const Sequence& xs) {
     array_node* a = doc.array(xs.size());
-    for (const auto& x : xs) a->dense.push_back(adaptor<T>::to_value(doc, x));
+    for (const auto& x : xs) a->dense.push_back(adaptor<item>::to_value(doc, x));
     return value::of(a);
   }
 };
+}  // namespace detail
+
+template <class T, class A>
+struct adaptor<std::vector<T, A>> : detail::sequence_adaptor<std::vector<T, A>> {};
+
+/// A list that goes to Flex as an mx.collections.ArrayCollection
+/// (flex.messaging.io.ArrayCollection), what Flex applications bind grids and lists to; and
+/// one that goes as an ArrayList. Either reads an array, an ArrayCollection or an ArrayList.
+template <class T>
+struct array_collection : std::vector<T> {
+  using std::vector<T>::vector;
+  static constexpr std::string_view alias = "flex.messaging.io.ArrayCollection";
+};
+template <class T>
+struct array_list : std::vector<T> {
+  using std::vector<T>::vector;
+  static constexpr std::string_view alias = "flex.messaging.io.ArrayList";
+};
+
+namespace detail {
+template <class Collection>
+struct collection_adaptor : sequence_adaptor<Collection> {
+  static std::string_view expected() { return Collection::alias; }
+  static value to_value(document& doc, const Collection& xs) {
+    traits* t = doc.create<traits>(doc.resource());
+    t->alias = Collection::alias;
+    t->externalizable = true;
+    external_node* e = doc.external(t);
+    e->layout = external_node::form::single;
+    e->payload = sequence_adaptor<Collection>::to_value(doc, xs);
+    return value::of(e);
+  }
+};
+}  // namespace detail
+
+template <class T>
+struct adaptor<array_collection<T>> : detail::collection_adaptor<array_collection<T>> {};
+template <class T>
+struct adaptor<array_list<T>> : detail::collection_adaptor<array_list<T>> {};
 
 namespace detail {
 template <class Map>
@@ -196,7 +288,10 @@ struct map_adaptor {
     out.clear();
     auto put = [&](std::string_view k, const value& e) {
       mapped x{};
-      if (!adaptor<mapped>::from_value(e, x)) return false;
+      if (!adaptor<mapped>::from_value(e, x)) {
+        conversion_failure::at(std::string(k), adaptor<mapped>::expected(), e);
+        return false;
+      }
       out.emplace(std::string(k), std::move(x));
       return true;
     };
@@ -269,15 +364,15 @@ struct class_adaptor {
   }
 
  private:
+  // A missing member is undefined: fine only where the C++ type has room for "absent"
+  // (std::optional).
   template <class M>
   static bool member_from(const object_node& o, std::string_view name, M& out) {
     const value* v = o.find(name);
-    if (!v) {
-      // A missing member is fine only where the C++ type has room for "absent".
-      value absent = value::undefined();
-      return adaptor<M>::from_value(absent, out);
-    }
-    return adaptor<M>::from_value(*v, out);
+    const value got = v ? *v : value::undefined();
+    if (adaptor<M>::from_value(got, out)) return true;
+    conversion_failure::at(std::string(name), adaptor<M>::expected(), got);
+    return false;
   }
   static const traits* class_traits(document& doc) {
     traits* t = doc.create<traits>(doc.resource());

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -381,6 +382,30 @@ inline dictionary_node* value::as_dictionary() const noexcept {
 inline external_node* value::as_external() const noexcept {
   return type_ == type::externalizable ? static_cast<external_node*>(u_.n) : nullptr;
 }
+
+/// The items of a value that stands for a list, as views (nothing is copied):
+/// - an AMF0 strict array or an AMF3 array: its dense part;
+/// - an AMF0 ECMA array whose keys are "0" to "n-1" in that order (a dense ECMA array), which
+///   is how Ruffle writes every AS3 Array, argument lists included.
+/// An ECMA array with any other key is an associative array, not a list.
+class list_view {
+ public:
+  list_view(const value* items, std::size_t n) noexcept : dense_(items), size_(n) {}
+  list_view(const member* items, std::size_t n) noexcept : assoc_(items), size_(n) {}
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  const value& operator[](std::size_t i) const noexcept {
+    return dense_ ? dense_[i] : assoc_[i].val;
+  }
+
+ private:
+  const value* dense_ = nullptr;
+  const member* assoc_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// `v` as a list (see list_view), or nullopt.
+std::optional<list_view> as_list(const value& v) noexcept;
 
 /// Structural equality: same kinds, values (doubles bit for bit), aliases, traits and
 /// members, and the same shape of sharing (two places that hold one node in `a` hold one
