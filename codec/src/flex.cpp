@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <system_error>
+#include <unordered_set>
+#include <vector>
 
 namespace amf::flex {
 
@@ -90,6 +92,19 @@ std::string_view id_from_bytes(const value* v, document& doc) {
   return doc.copy(std::string_view(text, uuid_chars(v->as_bytes()->bytes, text)));
 }
 
+// An anonymous object by its members (Ruffle's AMF0 writer drops every class name): a numeric
+// operation is a CommandMessage; a string operation with a destination, a RemotingMessage;
+// body, destination and messageId without an operation, an AsyncMessage.
+std::optional<kind> kind_by_shape(const object_node& o) {
+  if (const value* op = o.find("operation")) {
+    if (op->is_numeric()) return kind::command;
+    if (op->kind() == type::string && o.find("destination")) return kind::remoting;
+    return std::nullopt;
+  }
+  if (o.find("body") && o.find("destination") && o.find("messageId")) return kind::async;
+  return std::nullopt;
+}
+
 std::optional<kind> kind_of(std::string_view alias) {
   if (alias == remoting_alias) return kind::remoting;
   if (alias == command_alias || alias == "DSC") return kind::command;
@@ -113,10 +128,12 @@ std::optional<message> read(const value& v, document& doc) {
   const external_node* e = v.as_external();
   if (e && e->layout == external_node::form::small_message) o = e->payload.as_object();
   if (!o) return std::nullopt;
-  auto k = kind_of(e ? e->cls->alias : o->cls->alias);
+  const bool anonymous = !e && o->cls->alias.empty();
+  auto k = anonymous ? kind_by_shape(*o) : kind_of(e ? e->cls->alias : o->cls->alias);
   if (!k) return std::nullopt;
   message m;
   m.kind = *k;
+  m.anonymous = anonymous;
   m.body = value_of(member_of(*o, "body"));
   m.client_id = value_of(member_of(*o, "clientId"));
   m.destination = text_of(member_of(*o, "destination"));
@@ -289,6 +306,41 @@ std::optional<std::string> uuid_bytes(std::string_view text) {
     }
   }
   return out;
+}
+
+void collections_as_arrays(value& root) {
+  auto is_collection = [](const value& v) {
+    const external_node* e = v.as_external();
+    return e && e->layout == external_node::form::single &&
+           (e->cls->alias == "flex.messaging.io.ArrayCollection" ||
+            e->cls->alias == "flex.messaging.io.ArrayList");
+  };
+  std::vector<value*> todo{&root};
+  std::unordered_set<const node*> seen;
+  while (!todo.empty()) {
+    value& v = *todo.back();
+    todo.pop_back();
+    while (is_collection(v)) v = v.as_external()->payload;
+    node* n = v.as_node();
+    if (!n || !seen.insert(n).second) continue;
+    if (auto* o = v.as_object()) {
+      for (auto& x : o->sealed) todo.push_back(&x);
+      for (auto& m : o->dynamic) todo.push_back(&m.val);
+    } else if (auto* a = v.as_array()) {
+      for (auto& x : a->dense) todo.push_back(&x);
+      for (auto& m : a->assoc) todo.push_back(&m.val);
+    } else if (auto* vec = v.as_vector()) {
+      for (auto& x : vec->objects) todo.push_back(&x);
+    } else if (auto* d = v.as_dictionary()) {
+      for (auto& e : d->entries) {
+        todo.push_back(&e.key);
+        todo.push_back(&e.val);
+      }
+    } else if (auto* e = v.as_external()) {
+      todo.push_back(&e->payload);
+      for (auto& op : e->ops) todo.push_back(&op.val);
+    }
+  }
 }
 
 void set_header(document& doc, message& m, std::string_view name, value v) {

@@ -120,6 +120,76 @@ TEST(Flex, ErrorMessagesCarryEveryMember) {
   }
 }
 
+// Ruffle's AMF0 writer drops class names: a Flex message is an anonymous object, typed by its
+// shape.
+TEST(Flex, ReadsAnonymousMessagesByTheirShape) {
+  document doc;
+  auto object = [&](std::initializer_list<std::pair<std::string_view, value>> members) {
+    object_node* o = doc.object();
+    for (const auto& [k, v] : members) o->dynamic.push_back({k, v});
+    return value::of(o);
+  };
+  const value headers =
+      object({{"DSId", doc.string("nil")}, {"DSMessagingVersion", value::number(1)}});
+  auto ping = flex::read(object({{"body", object({})},
+                                 {"clientId", value::null()},
+                                 {"destination", doc.string("")},
+                                 {"headers", headers},
+                                 {"messageId", doc.string("812767E9-0233-59BD-A66A-49E3C3085033")},
+                                 {"operation", value::number(5)}}),
+                         doc);
+  ASSERT_TRUE(ping);
+  EXPECT_TRUE(ping->anonymous);
+  EXPECT_EQ(ping->kind, flex::kind::command);
+  EXPECT_EQ(ping->command, 5);
+  EXPECT_EQ(ping->header("DSId").as_string(), "nil");
+
+  auto call = flex::read(object({{"body", value::of(doc.array())},
+                                 {"destination", doc.string("EchoService")},
+                                 {"messageId", doc.string("A")},
+                                 {"operation", doc.string("echo")}}),
+                         doc);
+  ASSERT_TRUE(call);
+  EXPECT_EQ(call->kind, flex::kind::remoting);
+  EXPECT_EQ(call->method, "echo");
+
+  auto sent = flex::read(object({{"body", doc.string("hi")},
+                                 {"destination", doc.string("chat")},
+                                 {"messageId", doc.string("B")}}),
+                         doc);
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(sent->kind, flex::kind::async);
+
+  // Not messages: a string operation without a destination, or an object of another shape.
+  EXPECT_FALSE(flex::read(object({{"operation", doc.string("echo")}}), doc));
+  EXPECT_FALSE(
+      flex::read(object({{"body", doc.string("hi")}, {"messageId", doc.string("C")}}), doc));
+  // A typed message is still read by its class, not its shape.
+  EXPECT_FALSE(flex::read(value::of(doc.object(doc.make_traits("com.example.User", true))), doc));
+}
+
+TEST(Flex, CollectionsBecomeArraysInPlace) {
+  document doc;
+  traits* t = doc.make_traits("flex.messaging.io.ArrayCollection", false);
+  t->externalizable = true;
+  array_node* items = doc.array();
+  items->dense.push_back(value::integer(1));
+  external_node* collection = doc.external(t);
+  collection->payload = value::of(items);
+  // Shared twice, and inside an object that holds itself.
+  object_node* o = doc.object();
+  o->dynamic.push_back({"a", value::of(collection)});
+  o->dynamic.push_back({"b", value::of(collection)});
+  o->dynamic.push_back({"self", value::of(o)});
+  value root = value::of(o);
+  flex::collections_as_arrays(root);
+  EXPECT_EQ(o->find("a")->as_array(), items);
+  EXPECT_EQ(o->find("b")->as_array(), items);
+  value bare = value::of(collection);
+  flex::collections_as_arrays(bare);
+  EXPECT_EQ(bare.as_array(), items);
+}
+
 TEST(Flex, Uuids) {
   const std::string u = flex::new_uuid();
   ASSERT_EQ(u.size(), 36u);

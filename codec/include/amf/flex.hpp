@@ -55,6 +55,7 @@ struct message {
   std::int32_t command = static_cast<std::int32_t>(operation::unknown);  ///< command
   std::string_view fault_code, fault_string, fault_detail;               ///< error
   value root_cause = value::null(), extended_data = value::null();       ///< error
+  bool anonymous = false;  ///< read from an object without a class name, by its shape
 
   /// The header `name`, or undefined.
   value header(std::string_view name) const;
@@ -63,6 +64,11 @@ struct message {
 /// Reads a message in full or small form; nullopt if `v` is none of the five classes.
 /// Numbers may arrive as AMF3 int or double; ids in small form become UUID text (copied
 /// into `doc`).
+///
+/// An object without a class name (Ruffle writes every object so) is read by its shape, and
+/// `anonymous` is set: a numeric `operation` makes a CommandMessage; a string `operation`
+/// with a `destination`, a RemotingMessage; `body`, `destination` and `messageId` without an
+/// `operation`, an AsyncMessage. Anything else is not a message.
 std::optional<message> read(const value& v, document& doc);
 
 /// Builds the full (sealed) form of `m`.
@@ -83,6 +89,11 @@ std::string_view new_uuid(document& doc);
 std::string uuid_text(std::span<const std::byte> bytes);
 /// The 16 bytes of a valid UUID text, or nullopt.
 std::optional<std::string> uuid_bytes(std::string_view text);
+
+/// Replaces each ArrayCollection and ArrayList (flex.messaging.io.*) in the graph of `v` by
+/// its source array, in place (for clients that cannot read them: Ruffle drops a reply that
+/// holds one). Shared and cyclic graphs are walked once.
+void collections_as_arrays(value& v);
 
 /// Sets (or adds) header `name` of a message object's headers.
 void set_header(document& doc, message& m, std::string_view name, value v);
