@@ -25,10 +25,15 @@ std::string describe(const amf::value& v) {
 
 void argument_mismatch(const call_context& ctx, std::size_t index, std::string_view expected,
                        const amf::value& got) {
-  throw fault("Server.ResourceUnavailable", std::string(ctx.service) + "." +
-                                                std::string(ctx.method) + ": argument " +
-                                                std::to_string(index + 1) + ": expected " +
-                                                std::string(expected) + ", got " + describe(got));
+  std::string what = std::string(ctx.service) + "." + std::string(ctx.method) + ": argument " +
+                     std::to_string(index + 1) + ": ";
+  // The innermost member that did not fit, when the argument is a container or a class.
+  if (const auto& f = amf::conversion_failure::last(); f.set) {
+    what += f.where() + ": expected " + f.expected + ", got " + describe(f.got);
+  } else {
+    what += "expected " + std::string(expected) + ", got " + describe(got);
+  }
+  throw fault("Server.ResourceUnavailable", what);
 }
 
 void argument_count(const call_context& ctx, std::size_t expected, std::size_t got) {

@@ -14,9 +14,10 @@
 // `co_await` timers, sockets or other services without holding a thread.
 //
 // Arguments convert through amf::adaptor<T> (amf/adaptor.hpp); a mismatch is a fault that
-// names the service, method, argument, expected and actual type. A handler may throw `fault`;
-// any other exception becomes Server.Processing. Names are unique and binding after
-// `freeze()` (the server calls it at start) is an error.
+// names the service, method, argument, the path to the member that did not fit, and the
+// expected and actual type: "UserService.save: argument 1: roles[3]: expected string, got int". A
+// handler may throw `fault`; any other exception becomes Server.Processing. Names are unique and
+// binding after `freeze()` (the server calls it at start) is an error.
 #pragma once
 
 #include <atomic>
@@ -127,6 +128,7 @@ template <class T>
 plain<T> convert(const call_context& ctx, std::span<const amf::value> args, std::size_t i) {
   plain<T> out{};
   const amf::value v = i < args.size() ? args[i] : amf::value::undefined();
+  amf::conversion_failure::clear();
   if (!amf::adaptor<plain<T>>::from_value(v, out)) {
     argument_mismatch(ctx, i, amf::adaptor<plain<T>>::expected(), v);
   }
