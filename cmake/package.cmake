@@ -66,11 +66,11 @@ set(CPACK_COMPONENT_DAEMON_DESCRIPTION
     "AMF remoting gateway for Flash, Flex, AIR, Apache Royale and Ruffle clients")
 
 # The -dev packages of what the package config finds, and of the libraries that the static
-# libraries link (libcrypt for password hashes).
+# libraries link (libcrypt for password hashes, libcrypto for credential digests).
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME amfgate-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "libboost1.81-dev, libspdlog-dev, nlohmann-json3-dev, libhiredis-dev, libcrypt-dev, pkg-config")
+    "libboost1.81-dev, libspdlog-dev, nlohmann-json3-dev, libhiredis-dev, libcrypt-dev, libssl-dev, pkg-config")
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "amfgate (= ${PROJECT_VERSION}), cmake (>= 3.25), g++ (>= 4:12)")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "amfgate headers, static libraries and CMake package: build a daemon of your own services")

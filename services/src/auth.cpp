@@ -1,6 +1,10 @@
 #include "amfgate/services/auth.hpp"
 
 #include <crypt.h>
+#include <openssl/evp.h>
+#include <sys/random.h>
+
+#include <array>
 
 #include <cstring>
 #include <memory>
@@ -20,7 +24,53 @@ std::string hash_with(std::string_view password, const char* setting) {
   return h;
 }
 
+constexpr char hex_digits[] = "0123456789abcdef";
+
+std::string hex(const unsigned char* p, std::size_t n) {
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out += hex_digits[p[i] >> 4];
+    out += hex_digits[p[i] & 15];
+  }
+  return out;
+}
+
+// SHA-256 of the salt (its hex text), the user, a NUL and the password, in hex.
+std::string salted_digest(std::string_view salt, std::string_view user, std::string_view password) {
+  std::string input;
+  input.reserve(salt.size() + user.size() + password.size() + 1);
+  input.append(salt).append(user).append(1, '\0').append(password);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (!EVP_Digest(input.data(), input.size(), md, &size, EVP_sha256(), nullptr)) {
+    throw std::runtime_error("EVP_Digest: SHA-256 failed");
+  }
+  return hex(md, size);
+}
+
 }  // namespace
+
+std::string credential_digest(std::string_view user, std::string_view password) {
+  std::array<unsigned char, 16> salt;
+  if (::getrandom(salt.data(), salt.size(), 0) != static_cast<ssize_t>(salt.size())) {
+    throw std::runtime_error("getrandom: no salt");
+  }
+  const std::string s = hex(salt.data(), salt.size());
+  return s + ":" + salted_digest(s, user, password);
+}
+
+bool digest_matches(std::string_view digest, std::string_view user, std::string_view password) {
+  const auto colon = digest.find(':');
+  if (colon == std::string_view::npos) return false;
+  const std::string want = salted_digest(digest.substr(0, colon), user, password);
+  const std::string_view have = digest.substr(colon + 1);
+  if (have.size() != want.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    diff |= static_cast<unsigned char>(want[i] ^ have[i]);
+  }
+  return diff == 0;
+}
 
 std::string hash_password(std::string_view password) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];

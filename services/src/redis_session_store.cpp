@@ -36,6 +36,7 @@ std::string session_to_json(const session& s) {
   nlohmann::json j;
   j["user"] = nullptr;
   if (s.user) j["user"] = {{"name", s.user->name}, {"roles", s.user->roles}};
+  j["credential"] = s.credential;
   j["dsid"] = s.flex_client_id;
   j["small_messages"] = s.small_messages;
   return j.dump();
@@ -49,6 +50,7 @@ session session_from_json(const std::string& id, const std::string& text) {
     s.user = principal{j["user"].at("name").get<std::string>(),
                        j["user"].at("roles").get<std::vector<std::string>>()};
   }
+  s.credential = j.value("credential", std::string());  // absent in sessions of 0.1.0
   s.flex_client_id = j.at("dsid").get<std::string>();
   s.small_messages = j.at("small_messages").get<bool>();
   return s;

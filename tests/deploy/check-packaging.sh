@@ -90,7 +90,7 @@ if [ -f "$dev" ]; then
     ./usr/lib/cmake/amfgate/amfgateConfig.cmake ./usr/lib/cmake/amfgate/amfgateTargets.cmake; do
     check "-dev .deb holds $f" grep -q " $f\$" <<<"$contents"
   done
-  for p in libboost1.81-dev libspdlog-dev nlohmann-json3-dev libhiredis-dev libcrypt-dev; do
+  for p in libboost1.81-dev libspdlog-dev nlohmann-json3-dev libhiredis-dev libcrypt-dev libssl-dev; do
     check "-dev .deb depends on $p" bash -c "dpkg-deb -f '$dev' Depends | grep -qw -- '$p'"
   done
   check "both packages have one version" \

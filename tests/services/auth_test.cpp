@@ -34,6 +34,18 @@ TEST(Auth, HashesAreSaltedYescryptAndVerify) {
   EXPECT_FALSE(verify_password("s3cret", "not a hash"));
 }
 
+TEST(Auth, CredentialDigestsAreSaltedAndMatchTheirPairOnly) {
+  const std::string a = credential_digest("ann", "pw");
+  EXPECT_NE(a, credential_digest("ann", "pw"));  // a salt of its own
+  EXPECT_TRUE(digest_matches(a, "ann", "pw"));
+  EXPECT_FALSE(digest_matches(a, "ann", "pw!"));
+  EXPECT_FALSE(digest_matches(a, "bob", "pw"));
+  // The user and password stay apart: "an" + "npw" is another pair.
+  EXPECT_FALSE(digest_matches(a, "an", "npw"));
+  EXPECT_FALSE(digest_matches("", "ann", "pw"));  // a session without a login
+  EXPECT_FALSE(digest_matches(a.substr(0, a.size() - 1), "ann", "pw"));
+}
+
 TEST(Auth, UserTable) {
   user_table users({{"ann", hash_password("pw"), {"admin"}}});
   auto p = users.authenticate("ann", "pw");

@@ -47,6 +47,14 @@ class user_table : public authenticator {
   std::string decoy_;
 };
 
+/// What a session keeps of the credentials it logged in with, so that a request that repeats
+/// them (a NetConnection's Credentials header comes with every call) is known without a
+/// second password check: a random salt and the SHA-256 of salt, user and password, as
+/// "salt:digest" in hex. Fast by design; never a stand-in for the password hash itself.
+std::string credential_digest(std::string_view user, std::string_view password);
+/// True if `user` and `password` are the ones `digest` was made from (constant time).
+bool digest_matches(std::string_view digest, std::string_view user, std::string_view password);
+
 /// A new yescrypt hash of `password` with a random salt ("$y$...").
 std::string hash_password(std::string_view password);
 /// True if `password` matches the crypt(3) `hash`; compared in constant time.

@@ -19,6 +19,7 @@ namespace amfgate::services {
 struct session {
   std::string id;
   std::optional<principal> user;
+  std::string credential;  ///< credential_digest of the login that made `user`, if one did
   std::string flex_client_id;
   bool small_messages = false;  ///< the client negotiated BlazeDS small messages
 };
