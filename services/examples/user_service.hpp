@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "amfgate/services/builtin.hpp"
 #include "amfgate/services/registry.hpp"
 
 struct User {  // arrives from Flex as [RemoteClass(alias="com.example.User")]
@@ -20,28 +20,34 @@ struct User {  // arrives from Flex as [RemoteClass(alias="com.example.User")]
 };
 AMF_CLASS(User, "com.example.User", id, name, email, roles, created);
 
-class UserService {
+class UserService {  // its methods run on the worker pool, several at once
  public:
   User getUser(std::int32_t id) {
+    std::lock_guard lock(mutex_);
     auto it = users_.find(id);
     if (it == users_.end()) {
       throw amfgate::services::fault("User.NotFound", "no user " + std::to_string(id));
     }
     return it->second;
   }
-  User save(User u) { return users_[u.id] = std::move(u); }
-  std::vector<User> list() const {
-    std::vector<User> all;
+  User save(User u) {
+    std::lock_guard lock(mutex_);
+    return users_[u.id] = std::move(u);
+  }
+  // An ArrayCollection, what Flex binds a DataGrid to.
+  amf::array_collection<User> list() {
+    std::lock_guard lock(mutex_);
+    amf::array_collection<User> all;
     for (const auto& [id, u] : users_) all.push_back(u);
     return all;
   }
 
  private:
+  std::mutex mutex_;
   std::map<std::int32_t, User> users_;
 };
 
 inline void bind_services(amfgate::services::registry& r, UserService& users) {
-  amfgate::services::add_echo_service(r);
   r.bind("UserService", "getUser", &UserService::getUser, &users);
   r.bind("UserService", "save", &UserService::save, &users);
   r.bind("UserService", "list", &UserService::list, &users);

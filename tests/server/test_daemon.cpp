@@ -1,4 +1,4 @@
-// amfgate with test services, built with amfgate::run: the README's waiting examples, and
+// amfgate with test services, built with amfgate::run: the README's examples, and
 // handlers that block, await or count for the execution tests (execution_test.cpp).
 #include <algorithm>
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../../services/examples/user_service.hpp"
 #include "../../services/examples/waiting_services.hpp"
 #include "amfgate/run.hpp"
 
@@ -34,11 +35,13 @@ struct counters {
 
 int main(int argc, char** argv) {
   static examples::inventory stock(":memory:");
+  static UserService users;
   static counters count;
   static gate held;
   return amfgate::run(
       argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config&) {
         examples::bind_waiting_examples(r, stock);
+        bind_services(r, users);  // the README's example, as a setup of amfgate::run
         // Blocks its worker for `ms`, as a slow database call does.
         r.bind("Slow", "block", [](call_context& ctx, std::int32_t ms) {
           ++count.started;

@@ -37,7 +37,10 @@ TEST(ExampleService, SaveGetListAndFaults) {
   EXPECT_EQ(o->find("name")->as_string(), "ann");
   EXPECT_TRUE(o->find("email")->is_null());
   EXPECT_EQ(o->find("created")->as_date()->millis, 1700000000000.0);
-  EXPECT_EQ(call(r, "UserService", "list", {}, doc).as_array()->dense.size(), 1u);
+  const amf::value all = call(r, "UserService", "list", {}, doc);
+  ASSERT_NE(all.as_external(), nullptr);
+  EXPECT_EQ(all.as_external()->cls->alias, "flex.messaging.io.ArrayCollection");
+  EXPECT_EQ(all.as_external()->payload.as_array()->dense.size(), 1u);
   EXPECT_EQ(call(r, "UserService", "whoami", {}, doc).as_string(), "anonymous");
   try {
     call(r, "UserService", "getUser", {amf::value::integer(8)}, doc);
