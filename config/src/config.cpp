@@ -434,6 +434,7 @@ void apply(walker& w, const json& j, gateway_config& c) {
              }
            }},
           {"small_messages", w.boolean(c.small_messages)},
+          {"ruffle_collections_as_arrays", w.boolean(c.ruffle_collections_as_arrays)},
           {"messaging",
            [&](const json& v, const std::string& p) { messaging(w, v, p, c.messaging); }},
           {"users",
@@ -563,6 +564,7 @@ json to_json(const gateway_config& c) {
           {"connect_timeout_ms", c.sessions.redis.connect_timeout.count()},
           {"command_timeout_ms", c.sessions.redis.command_timeout.count()}}}}},
       {"small_messages", c.small_messages},
+      {"ruffle_collections_as_arrays", c.ruffle_collections_as_arrays},
       {"messaging", messaging_json(c.messaging)},
       {"users", users},
       {"access", access},

@@ -50,6 +50,9 @@ struct gateway::request {
   bool session_dirty = false;
   std::string store_error;  ///< why the session store could not be used, if it could not
   bool ran = false;         ///< a message has reached its handler
+  /// A Flex message came as an anonymous AMF0 object (Ruffle's shape): the reply's
+  /// collections go as arrays, which Ruffle can read (ruffle_collections_as_arrays).
+  bool ruffle = false;
 };
 
 namespace {
@@ -94,6 +97,7 @@ amf::value status_object(amf::document& doc, const fault& f) {
   o->dynamic.push_back({"code", doc.string(f.code())});
   o->dynamic.push_back({"type", doc.string(f.code())});
   o->dynamic.push_back({"description", doc.string(f.what())});
+  o->dynamic.push_back({"message", doc.string(f.what())});  // what BlazeDS sends, and clients read
   o->dynamic.push_back({"details", doc.string(f.detail())});
   return amf::value::of(o);
 }
@@ -116,11 +120,10 @@ amf::value error_message(amf::document& doc, const std::optional<amf::flex::mess
   return amf::flex::make(doc, e);
 }
 
-// The Flex message of a request body: inside an argument array, or (some clients) bare.
+// The Flex message of a request body: inside an argument list (Ruffle's is an ECMA array),
+// or (some clients) bare.
 amf::value flex_body(const amf::value& v) {
-  if (auto* a = v.as_array(); a && v.kind() == amf::type::array && a->dense.size() == 1) {
-    return a->dense[0];
-  }
+  if (const auto list = amf::as_list(v); list && list->size() == 1) return (*list)[0];
   return v;
 }
 
@@ -128,10 +131,17 @@ std::string_view text(const amf::value* v) {
   return v && v->kind() == amf::type::string ? v->as_string() : std::string_view{};
 }
 
-// Arguments as a span: a strict array's items, or the one value sent bare.
-std::span<const amf::value> arguments(const amf::value& v) {
-  if (auto* a = v.as_array(); a && v.kind() == amf::type::array && a->assoc.empty()) {
-    return {a->dense.data(), a->dense.size()};
+// Arguments as a span: an array's items, a dense ECMA array's (Ruffle's argument lists,
+// gathered into `doc`), or the one value sent bare.
+std::span<const amf::value> arguments(const amf::value& v, amf::document& doc) {
+  if (auto* a = v.as_array(); a && v.kind() == amf::type::array) {
+    if (a->assoc.empty()) return {a->dense.data(), a->dense.size()};
+    return {&v, 1};
+  }
+  if (const auto list = amf::as_list(v)) {
+    amf::array_node* items = doc.array(list->size());
+    for (std::size_t i = 0; i < list->size(); ++i) items->dense.push_back((*list)[i]);
+    return {items->dense.data(), items->dense.size()};
   }
   return {&v, 1};
 }
@@ -246,31 +256,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     }
     if (rq->sess) rq->user = rq->sess->user;
   }
-  // NetConnection.setCredentials: a Credentials header on every call. A session already
-  // logged in as that user skips the (deliberately slow) password check, and a request gets
-  // at most one: a packet with several different Credentials headers logs nobody in.
-  const amf::object_node* credentials = nullptr;
-  for (const auto& h : rq->packet.headers) {
-    const amf::object_node* c = h.name == "Credentials" ? h.val.as_object() : nullptr;
-    if (!c) continue;
-    if (credentials && (text(c->find("userid")) != text(credentials->find("userid")) ||
-                        text(c->find("password")) != text(credentials->find("password")))) {
-      log_->info("{}: several different Credentials headers in one request: none is checked",
-                 ex.client_address);
-      rq->login_refused = fault("Client.Authentication",
-                                "several different Credentials headers in one request; none "
-                                "was checked");
-      credentials = nullptr;
-      break;
-    }
-    credentials = c;
-  }
-  if (credentials) {
-    const auto user = text(credentials->find("userid"));
-    if (!(rq->user && rq->user->name == user)) {
-      co_await login(rq, user, text(credentials->find("password")));
-    }
-  }
+  co_await apply_credentials(rq);
 
   amf::packet out(rq->doc.resource());
   out.version = rq->packet.version;
@@ -289,6 +275,9 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
         {rq->doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")), response_uri,
          amf::unknown_length, reply});
     if (failed) ++ex.faults;
+  }
+  if (rq->ruffle && cfg_.ruffle_collections_as_arrays) {
+    for (auto& b : out.bodies) amf::flex::collections_as_arrays(b.val);
   }
   if (rq->session_dirty && rq->sess) {
     try {
@@ -329,7 +318,53 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, std::ref(too_large));
 }
 
-net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
+net::awaitable<void> gateway::apply_credentials(request_ptr rq) {
+  const amf::object_node* credentials = nullptr;
+  for (const auto& h : rq->packet.headers) {
+    const amf::object_node* c = h.name == "Credentials" ? h.val.as_object() : nullptr;
+    if (!c) continue;
+    if (credentials && (text(c->find("userid")) != text(credentials->find("userid")) ||
+                        text(c->find("password")) != text(credentials->find("password")))) {
+      log_->info("{}: several different Credentials headers in one request: none is checked",
+                 rq->ex.client_address);
+      rq->login_refused = fault("Client.Authentication",
+                                "several different Credentials headers in one request; none "
+                                "was checked");
+      drop_login(*rq);
+      co_return;
+    }
+    credentials = c;
+  }
+  if (!credentials) co_return;
+  const auto user = text(credentials->find("userid"));
+  const auto password = text(credentials->find("password"));
+  if (user.empty()) {  // setCredentials("", ""): how these applications log out
+    if (!rq->user) co_return;
+    try {
+      co_await end_login(rq);
+    } catch (const fault& f) {
+      log_->warn("{}: logout by an empty Credentials header: {}", rq->ex.client_address, f.what());
+      drop_login(*rq);
+    }
+    co_return;
+  }
+  if (rq->user && rq->user->name == user && rq->sess &&
+      services::digest_matches(rq->sess->credential, user, password)) {
+    co_return;  // the login the session has: no second password check
+  }
+  if (!co_await login(rq, user, password)) drop_login(*rq);
+}
+
+void gateway::drop_login(request& rq) {
+  rq.user.reset();
+  if (rq.sess && rq.sess->user) {
+    rq.sess->user.reset();
+    rq.sess->credential.clear();
+    rq.session_dirty = true;
+  }
+}
+
+net::awaitable<bool> gateway::login(request_ptr rq, std::string_view user,
                                     std::string_view password) {
   const std::string address(address_of(rq->ex.client_address));
   const auto name = services::quoted(user);
@@ -340,19 +375,19 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
                                            std::to_string(max) + " bytes");
     log_->info("login refused unchecked for user {} from {}: credentials over {} bytes", name,
                rq->ex.client_address, max);
-    co_return;
+    co_return false;
   }
   if (std::exchange(rq->password_checked, true)) {
     rq->login_refused =
         fault("Client.Authentication", "one password check per request: this request had one");
-    co_return;
+    co_return false;
   }
   if (const auto wait = limiter_.retry_after(address, user); wait.count() > 0) {
     stats_.login_throttled();
     rq->login_refused = throttled_fault(wait);
     log_->info("login refused unchecked for user {} from {}: too many failures, retry in {}", name,
                rq->ex.client_address, seconds_text(wait));
-    co_return;
+    co_return false;
   }
   std::optional<services::principal> p;
   if (!user.empty() && !password.empty()) {
@@ -368,7 +403,7 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
     limiter_.failed(address, user);
     rq->login_refused = fault("Client.Authentication", "Invalid login for user " + name);
     log_->info("login refused for user {} from {}", name, rq->ex.client_address);
-    co_return;
+    co_return false;
   }
   limiter_.succeeded(address, user);
   // A new session id at every login: an id the client came with (perhaps planted in a link by
@@ -391,14 +426,16 @@ net::awaitable<void> gateway::login(request_ptr rq, std::string_view user,
   } catch (const services::store_unavailable& e) {
     rq->store_error = e.what();
     log_->warn("login of user {} from {} failed: {}", name, rq->ex.client_address, e.what());
-    co_return;
+    co_return false;
   }
   rq->ex.new_session_id = fresh.id;
   fresh.user = p;
+  fresh.credential = services::credential_digest(user, password);
   rq->sess = std::move(fresh);
   rq->user = p;
   rq->session_dirty = true;
   log_->info("user {} logged in from {}", name, rq->ex.client_address);
+  co_return true;
 }
 
 void gateway::check_access(request& rq, std::string_view service, std::string_view method) {
@@ -544,7 +581,7 @@ net::awaitable<amf::value> gateway::call_netconnection(request_ptr rq, const amf
     service = target.substr(0, dot);
     method = target.substr(dot + 1);
   }
-  const auto args = arguments(b.val);
+  const auto args = arguments(b.val, rq->doc);
   // Answer in the encoding of the call, for each layout that clients send: AMF3 when the
   // arguments came behind the switch, one switch before each (Flash Player) or one before the
   // whole argument array (Apache Royale's AMFNetConnection: 11 09 ...); AMF0 arguments get
@@ -574,6 +611,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
   const std::string_view message_id = amf::flex::new_uuid(doc);
   std::optional<fault> refused;
   if (!in) refused = fault("Client.Message.Encoding", "not a Flex message");
+  if (in && in->anonymous && !v.has_flag(amf::value::avmplus)) rq->ruffle = true;
 
   amf::flex::message ack;
   bool small = rq->sess && rq->sess->small_messages;
@@ -588,7 +626,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
     try {
       switch (in->kind) {
         case amf::flex::kind::remoting:
-          ack.body = co_await invoke(rq, in->destination, in->method, arguments(in->body));
+          ack.body = co_await invoke(rq, in->destination, in->method, arguments(in->body, doc));
           break;
         case amf::flex::kind::command:
           ack.body = co_await flex_command(rq, *in, ack, small);
@@ -677,9 +715,9 @@ std::string_view header_text(const amf::flex::message& m, std::string_view name)
 std::vector<std::string_view> header_strings(const amf::flex::message& m, std::string_view name) {
   std::vector<std::string_view> out;
   const amf::value h = m.header(name);
-  if (const amf::array_node* a = h.as_array()) {
-    for (const auto& v : a->dense) {
-      if (v.kind() == amf::type::string) out.push_back(v.as_string());
+  if (const auto list = amf::as_list(h)) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].kind() == amf::type::string) out.push_back((*list)[i].as_string());
     }
   }
   return out;
@@ -832,12 +870,15 @@ void gateway::client_headers(request& rq, const amf::flex::message& in, amf::fle
     rq.session_dirty = true;
   }
   amf::flex::set_header(doc, ack, "DSId", doc.string(dsid));
+  // Small messages are advertised only when they are on: a client told DSMessagingVersion 1
+  // sends its polls as small CommandMessageExt, which Ruffle writes as an empty object.
+  if (!cfg_.small_messages) return;
   amf::flex::set_header(doc, ack, "DSMessagingVersion", amf::value::number(1.0));
   const amf::value version = in.header("DSMessagingVersion");
   // Small messages need no server session: this answer is small, and a login's session (made
   // by this request or later) remembers it. Anonymous clients get standard acks to later
   // calls, which every Flex client reads as well.
-  if (cfg_.small_messages && version.is_numeric() && version.to_double() >= 1.0) {
+  if (version.is_numeric() && version.to_double() >= 1.0) {
     small = true;
     if (rq.sess && !rq.sess->small_messages) {
       rq.sess->small_messages = true;
@@ -877,18 +918,34 @@ net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::
   if (colon == std::string::npos || colon == 0 || colon + 1 == cred.size()) {
     throw fault("Client.Authentication", "Invalid credential format.");
   }
+  const std::string_view user = std::string_view(cred).substr(0, colon);
+  const std::string_view password = std::string_view(cred).substr(colon + 1);
   if (rq->user) {
-    throw fault("Client.Authentication",
-                "Already logged in as " + services::quoted(rq->user->name) + "; log out first.");
+    // BlazeDS's LoginManager refuses another user over a session's login (10054); the same
+    // user is the login the session has if the password is too.
+    if (rq->user->name != user) {
+      throw fault("Client.Authentication",
+                  "Cannot re-authenticate in the same session: logged in as " +
+                      services::quoted(rq->user->name) + "; log out first.");
+    }
+    if (rq->sess && services::digest_matches(rq->sess->credential, user, password)) {
+      co_return rq->doc.string("success");
+    }
   }
-  co_await login(rq, std::string_view(cred).substr(0, colon),
-                 std::string_view(cred).substr(colon + 1));
-  if (!rq->user && !rq->store_error.empty()) throw store_fault(rq->store_error);
-  if (!rq->user) throw rq->login_refused.value_or(fault("Client.Authentication", "Invalid login."));
+  if (!co_await login(rq, user, password)) {
+    drop_login(*rq);
+    if (!rq->store_error.empty()) throw store_fault(rq->store_error);
+    throw rq->login_refused.value_or(fault("Client.Authentication", "Invalid login."));
+  }
   co_return rq->doc.string("success");
 }
 
 net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
+  co_await end_login(rq);
+  co_return rq->doc.string("success");
+}
+
+net::awaitable<void> gateway::end_login(request_ptr rq) {
   if (!rq->sess && !rq->store_error.empty()) throw store_fault(rq->store_error);
   if (rq->sess) {
     try {
@@ -909,7 +966,6 @@ net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
     rq->ex.session_ended = true;
   }
   rq->user.reset();
-  co_return rq->doc.string("success");
 }
 
 }  // namespace amfgate::server

@@ -223,6 +223,9 @@ struct gateway_config {
   console_settings console;
   session_settings sessions;
   bool small_messages = false;  ///< answer with DSK when a client negotiates it
+  /// Answer ArrayCollection and ArrayList as arrays to a request with Ruffle's shape (an
+  /// anonymous Flex message in AMF0): Ruffle drops a reply that holds one.
+  bool ruffle_collections_as_arrays = true;
   messaging_settings messaging;
   std::vector<user> users;
   std::map<std::string, access_rule, std::less<>> access;  ///< looked up by string_view

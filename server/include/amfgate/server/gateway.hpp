@@ -110,6 +110,8 @@ class gateway {
   /// several instances: its subscriptions, and whom it is bound to), then check_owner.
   boost::asio::awaitable<void> load_owned(std::string_view client, services::caller who);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
+  /// Logout: the session ends, and its FlexClient's subscriptions with it.
+  boost::asio::awaitable<void> end_login(request_ptr rq);
   /// The FlexClient id (DSId) and small-message negotiation of a ping or login.
   void client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,
                       bool& small);
@@ -121,9 +123,16 @@ class gateway {
                                                  std::span<const amf::value> args);
   void check_access(request& rq, std::string_view service, std::string_view method);
   /// Checks a password (one per request), and on success moves the request to a new session
-  /// logged in as `user`; otherwise `login_refused` (or `store_error`) says why not.
-  boost::asio::awaitable<void> login(request_ptr rq, std::string_view user,
+  /// logged in as `user` (true); otherwise `login_refused` (or `store_error`) says why not.
+  boost::asio::awaitable<bool> login(request_ptr rq, std::string_view user,
                                      std::string_view password);
+  /// NetConnection.setCredentials: what a request's Credentials header authenticates it as.
+  /// An empty user id logs out; the session's own user and password keep the session, with
+  /// no second password check; another pair is a new login (the principal replaced, the
+  /// session rotated) or, failing, leaves the request and the session anonymous.
+  boost::asio::awaitable<void> apply_credentials(request_ptr rq);
+  /// A refused login: the request, and the session it came with, hold no principal.
+  static void drop_login(request& rq);
 
   const config::gateway_config& cfg_;
   services::registry& services_;
