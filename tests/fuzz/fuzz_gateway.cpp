@@ -1,7 +1,9 @@
 // libFuzzer target: whole requests through the gateway, in process (no sockets): decode,
 // logins, sessions, access rules, echo and introspection, faults, encoding, and messaging
 // (subscribes with subtopics and selectors, MULTI_SUBSCRIBE lists, sends with any header,
-// timestamp and timeToLive: gateway_seeds/messaging-*.amf start there). Every input is
+// timestamp and timeToLive: gateway_seeds/messaging-*.amf start there), and Ruffle's shapes
+// (anonymous Flex messages in AMF0, ECMA argument lists, Credentials headers:
+// gateway_seeds/ruffle-*.amf). Every input is
 // answered 200 with a packet that decodes and answers each body, or 400 or 413 with a reason.
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
