@@ -175,7 +175,7 @@ const fold = (title, content) => el('details', {}, el('summary', {}, title), con
 
 // ---------------------------------------------------------------- typed JSON as a tree
 
-// One value of the typed JSON (../shared/spec/amf-json.md) with its AMF type marked, its
+// One value of the typed JSON (docs/typed-json.md) with its AMF type marked, its
 // first `open` levels unfolded.
 function node(label, v, open = 0) {
   const name = label === '' ? [] : [el('span', { class: 'key' }, label), ': '];

@@ -2,7 +2,7 @@
 //
 //   amfcall [options] URL Service.method [ARG...]
 //
-// ARGs are typed JSON (../shared/spec/amf-json.md): 42.0, "text", {"$int": 7}, [1.0, 2.0],
+// ARGs are typed JSON (docs/typed-json.md): 42.0, "text", {"$int": 7}, [1.0, 2.0],
 // {"name": "x"}; a bare word that is not JSON is taken as a string. Prints the result as typed
 // JSON; a fault goes to standard error and the exit status is 1.
 #include <iostream>

@@ -1,4 +1,4 @@
-// The EchoTest cases (../shared/spec/echotest.md), built as Flash Player would send them.
+// The EchoTest cases (docs/tools.md, "EchoTest"), built as Flash Player would send them.
 #pragma once
 
 #include <bit>

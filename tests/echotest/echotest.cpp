@@ -1,4 +1,4 @@
-// echotest: the EchoTest cases against any AMF gateway (../shared/spec/echotest.md).
+// echotest: the EchoTest cases against any AMF gateway (docs/tools.md, "EchoTest").
 //
 //   echotest URL [--modes amf0,amf3,flex] [--user U --password P] [--only SUBSTRING]
 //            [--save-amf0 DIR]

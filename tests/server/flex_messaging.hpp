@@ -1,5 +1,5 @@
 // A Flex messaging client on the codec, for the tests: what the Flex SDK's AMFChannel /
-// PollingChannel, Consumer and Producer put on the wire (../shared/spec/flex-pubsub.md 1.1-1.7),
+// PollingChannel, Consumer and Producer put on the wire (docs/wire.md),
 // message by message, and the replies as they come back.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Typed JSON: the lossless JSON rendering of AMF values (../shared/spec/amf-json.md), both
+// Typed JSON: the lossless JSON rendering of AMF values (docs/typed-json.md), both
 // ways, on nlohmann::ordered_json (key order is wire order). A separate target, `amf::json`,
 // so the codec core stays free of dependencies.
 #pragma once

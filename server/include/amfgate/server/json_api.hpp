@@ -2,7 +2,7 @@
 // the console's traced calls. Each request becomes the AMF packet an AMF client would send
 // and runs through the gateway, so that access rules, logins, sessions, deadlines and limits
 // are the AMF side's own, and faults carry the same code and message; arguments and answers
-// are typed JSON (../shared/spec/amf-json.md; plain JSON reads as the obvious types).
+// are typed JSON (docs/typed-json.md; plain JSON reads as the obvious types).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>

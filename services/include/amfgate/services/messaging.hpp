@@ -1,5 +1,5 @@
 // Flex messaging: destinations that Producers and C++ code publish to and Consumers
-// subscribe to (../shared/spec/flex-pubsub.md; BlazeDS's MessageService with its
+// subscribe to (docs/wire.md, docs/messaging.md; BlazeDS's MessageService with its
 // ActionScriptAdapter).
 //
 // A destination is a log: it keeps its recent messages in order, within its retention bound
