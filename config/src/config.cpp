@@ -351,10 +351,9 @@ void apply(walker& w, const json& j, gateway_config& c) {
                return;
              }
              crossdomain_settings x;
-             w.object(v, p,
-                      {{"allow_domains", w.strings(x.allow_domains)},
-                       {"to_ports", w.string(x.to_ports)},
-                       {"secure", w.boolean(x.secure)}});
+             w.object(
+                 v, p,
+                 {{"allow_domains", w.strings(x.allow_domains)}, {"secure", w.boolean(x.secure)}});
              for (const auto& d : x.allow_domains) {
                if (d.find_first_of("<>\"&'") != std::string::npos) {
                  w.fail(p + "/allow_domains", "domain names", d);
@@ -503,9 +502,7 @@ json to_json(const gateway_config& c) {
   for (const auto& [name, text] : c.services) services[name] = json::parse(text);
   json cross = nullptr;
   if (c.crossdomain) {
-    cross = {{"allow_domains", c.crossdomain->allow_domains},
-             {"to_ports", c.crossdomain->to_ports},
-             {"secure", c.crossdomain->secure}};
+    cross = {{"allow_domains", c.crossdomain->allow_domains}, {"secure", c.crossdomain->secure}};
   }
   return {
       {"listen", {{"address", c.listen.address}, {"port", c.listen.port}}},

@@ -80,9 +80,10 @@ struct log_settings {
   std::vector<log_sink> sinks{log_sink{}};
 };
 
+/// /crossdomain.xml over HTTP. (No `to-ports`: it belongs to socket policy files, which an
+/// HTTP gateway does not serve.)
 struct crossdomain_settings {
   std::vector<std::string> allow_domains;  ///< e.g. "*.example.com"
-  std::string to_ports = "*";
   bool secure = true;
 };
 
