@@ -789,6 +789,20 @@ struct http_server::impl {
     });
   }
 
+  // Connections whose handshake the kernel completed but that were not accepted yet would be
+  // reset by closing the acceptor, and a request a balancer sent on one is a 502 it may not
+  // retry (a POST). So they are accepted before the close, and served like any other while
+  // draining: answered with Connection: close.
+  void accept_backlog() {
+    beast::error_code ec;
+    acceptor.non_blocking(true, ec);
+    while (!ec) {
+      tcp::socket s(*contexts[next_context++ % contexts.size()]);
+      acceptor.accept(s, ec);
+      if (!ec) std::make_shared<connection>(std::move(s), st)->start();
+    }
+  }
+
   // On the signal thread: the second signal exits there and then; the first starts the
   // drain on the first I/O context.
   void wait_for_signal() {
@@ -808,14 +822,16 @@ struct http_server::impl {
 
   void drain() {
     st.routes->set_draining();
-    beast::error_code ignored;
-    acceptor.close(ignored);
     {
       std::lock_guard lock(st.mutex);
       for (auto& w : st.connections) {
         if (auto c = w.lock()) c->close_if_idle();
       }
     }
+    // After the idle ones are told to close: these have their first request on its way.
+    accept_backlog();
+    beast::error_code ignored;
+    acceptor.close(ignored);
     deadline = clock::now() + st.cfg.shutdown_grace;
     poll_drained();
   }
