@@ -16,7 +16,6 @@
 #include "amfgate/services/builtin.hpp"
 #include "amfgate/services/redis_messaging.hpp"
 #include "amfgate/services/redis_session_store.hpp"
-#include "amfgate/services/ticker.hpp"
 #include "log_sink.hpp"
 
 #ifndef AMFGATE_VERSION
@@ -214,7 +213,6 @@ int run(int argc, char** argv, const setup& bind_services) {
   try {
     services.configure_messaging(cfg.messaging);
     amfgate::services::add_echo_service(services);
-    amfgate::services::add_ticker(services, cfg);
     if (bind_services) bind_services(services, cfg);
     if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
     services.freeze();

@@ -72,8 +72,9 @@ function serve(dir) {
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
 }
 
-// 3. amfgate on config/example.json's users, access rules and messaging (with its Ticker), a
-//    port of its own, CORS for the page's origin.
+// 3. The test daemon (amfgate with the documentation's example services, the Ticker among
+//    them) on config/example.json's users, access rules and messaging, a Ticker publishing
+//    to its "ticks", a port of its own, CORS for the page's origin.
 function startGateway(origin) {
   const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
   return startDaemon(amfgate, {
@@ -83,7 +84,7 @@ function startGateway(origin) {
     users: example.users,
     access: example.access,
     messaging: example.messaging,
-    services: example.services,
+    services: { Ticker: { destination: 'ticks', interval_ms: 1000 } },
     cors: { allow_origins: [origin] },
   }, work);
 }

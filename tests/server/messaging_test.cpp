@@ -40,7 +40,8 @@ class Messaging : public ::testing::Test {
         R"("small_messages": true, "services": {"Ticker": {"interval_ms": 100}},
            "messaging": {"poll_wait_ms": 1500, "client_wait_ms": 0, "busy_wait_ms": 2500,
                          "max_subscriptions_per_client": 8, "stream_heartbeat_ms": 300, )" +
-        destinations + "}, " + users());
+            destinations + "}, " + users(),
+        AMFGATE_TEST_DAEMON);  // the Ticker is one of its example services
   }
   static void TearDownTestSuite() { shared.reset(); }
   static std::uint16_t port() { return shared->port(); }

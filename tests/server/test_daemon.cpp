@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../../services/examples/ticker.hpp"
 #include "../../services/examples/user_service.hpp"
 #include "../../services/examples/waiting_services.hpp"
 #include "amfgate/run.hpp"
@@ -39,9 +40,10 @@ int main(int argc, char** argv) {
   static counters count;
   static gate held;
   return amfgate::run(
-      argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config&) {
+      argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config& c) {
         examples::bind_waiting_examples(r, stock);
-        bind_services(r, users);  // the README's example, as a setup of amfgate::run
+        examples::add_ticker(r, c);  // with a "Ticker" section in the settings
+        bind_services(r, users);     // the README's example, as a setup of amfgate::run
         // Blocks its worker for `ms`, as a slow database call does.
         r.bind("Slow", "block", [](call_context& ctx, std::int32_t ms) {
           ++count.started;

@@ -1,22 +1,33 @@
-#include "amfgate/services/ticker.hpp"
+// The example publisher: a service that pushes to Flex consumers from C++.
+//
+//   "services": {"Ticker": {"destination": "ticks", "interval_ms": 1000}}
+//
+// publishes {sequence, time} to the messaging destination every interval, from a timer on the
+// daemon's I/O executor (messaging::on_start); `Ticker.published()` answers how many so far.
+// The test daemon (tests/server/test_daemon.cpp) binds it; docs/messaging.md shows it.
+#pragma once
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
 
 #include "amf/flex.hpp"
+#include "amfgate/config.hpp"
 #include "amfgate/service_settings.hpp"
+#include "amfgate/services/registry.hpp"
 
-namespace amfgate::services {
+namespace examples {
 
-namespace net = boost::asio;
-
-namespace {
-
-net::awaitable<void> tick(messaging& m, std::string destination, std::chrono::milliseconds every,
-                          std::shared_ptr<std::atomic<std::int64_t>> published) {
+inline boost::asio::awaitable<void> tick(amfgate::services::messaging& m, std::string destination,
+                                         std::chrono::milliseconds every,
+                                         std::shared_ptr<std::atomic<std::int64_t>> published) {
+  namespace net = boost::asio;
   net::steady_timer timer(co_await net::this_coro::executor);
   for (auto next = std::chrono::steady_clock::now() + every;; next += every) {
     timer.expires_at(next);
@@ -32,11 +43,12 @@ net::awaitable<void> tick(messaging& m, std::string destination, std::chrono::mi
   }
 }
 
-}  // namespace
-
-void add_ticker(registry& r, const config::gateway_config& c) {
+/// Binds the Ticker when the settings have a "Ticker" section; throws config::error for a
+/// destination that messaging does not have.
+inline void add_ticker(amfgate::services::registry& r, const amfgate::config::gateway_config& c) {
+  namespace net = boost::asio;
   if (!c.services.contains("Ticker")) return;
-  config::service_settings s(c, "Ticker");
+  amfgate::config::service_settings s(c, "Ticker");
   std::string destination = s.string("destination", "ticks");
   const auto every = std::chrono::milliseconds(s.integer("interval_ms", 1000, 10, 86'400'000));
   if (!c.messaging.destinations.contains(destination)) {
@@ -45,13 +57,13 @@ void add_ticker(registry& r, const config::gateway_config& c) {
   }
   s.check();
   auto published = std::make_shared<std::atomic<std::int64_t>>(0);
-  messaging& m = r.messaging();
+  amfgate::services::messaging& m = r.messaging();
   m.on_start([&m, destination, every, published](net::any_io_executor ex) {
     net::co_spawn(ex, tick(m, destination, every, published), net::detached);
   });
   r.bind(
       "Ticker", "published", [published] { return static_cast<double>(published->load()); },
-      execution::inline_);
+      amfgate::services::execution::inline_);
 }
 
-}  // namespace amfgate::services
+}  // namespace examples
