@@ -208,6 +208,14 @@ void messaging(walker& w, const json& v, const std::string& p, messaging_setting
        {"max_header_bytes", w.integer(m.max_header_bytes, 256, std::uint64_t{1} << 30)},
        {"max_id_bytes", w.integer(m.max_id_bytes, 36, 4096)},
        {"client_idle_timeout_ms", w.millis(m.client_idle_timeout)},
+       {"store",
+        [&](const json& s, const std::string& sp) {
+          if (s.is_null()) return m.store.reset();
+          if (!s.is_string() || (s != "memory" && s != "redis")) {
+            return w.fail(sp, "\"memory\", \"redis\" or null (as sessions.store)", s);
+          }
+          m.store = s.get<std::string>();
+        }},
        {"redis_key_prefix", w.string(m.redis_key_prefix)},
        {"destinations", [&](const json& d, const std::string& dp) {
           if (!d.is_object()) return w.fail(dp, "an object of \"name\": destination", d);
@@ -248,6 +256,7 @@ json messaging_json(const messaging_settings& m) {
           {"max_header_bytes", m.max_header_bytes},
           {"max_id_bytes", m.max_id_bytes},
           {"client_idle_timeout_ms", m.client_idle_timeout.count()},
+          {"store", m.store ? json(*m.store) : json(nullptr)},
           {"redis_key_prefix", m.redis_key_prefix},
           {"destinations", destinations}};
 }

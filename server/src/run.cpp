@@ -13,9 +13,9 @@
 #include "amfgate/server/client.hpp"
 #include "amfgate/server/gateway.hpp"
 #include "amfgate/server/http.hpp"
+#include "amfgate/server/redis_messaging.hpp"
+#include "amfgate/server/redis_session_store.hpp"
 #include "amfgate/services/builtin.hpp"
-#include "amfgate/services/redis_messaging.hpp"
-#include "amfgate/services/redis_session_store.hpp"
 #include "log_sink.hpp"
 
 #ifndef AMFGATE_VERSION
@@ -69,8 +69,8 @@ std::pair<std::shared_ptr<spdlog::logger>, std::shared_ptr<spdlog::logger>> make
   return {log, access};
 }
 
-amfgate::services::redis_options redis_options_of(const amfgate::config::session_settings& s) {
-  amfgate::services::redis_options o;
+amfgate::server::redis_options redis_options_of(const amfgate::config::session_settings& s) {
+  amfgate::server::redis_options o;
   o.host = s.redis.host;
   o.port = s.redis.port;
   o.password = s.redis.password;
@@ -102,7 +102,7 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
           detail);
     }
   };
-  auto store = std::make_unique<amfgate::services::redis_session_store>(o);
+  auto store = std::make_unique<amfgate::server::redis_session_store>(o);
   log->info("sessions in {} under the prefix \"{}\"", store->where(), o.key_prefix);
   try {
     store->ping();
@@ -113,12 +113,13 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
   return store;
 }
 
-// With sessions in Redis, messaging is shared there too: every instance serves every poll.
-// None (memory) otherwise. It must be destroyed before the I/O threads it runs on.
-std::unique_ptr<amfgate::services::redis_messaging> make_messaging_share(
+// With messaging.store "redis" (or unset, with sessions in Redis), messaging is shared there:
+// every instance serves every poll. None (memory) otherwise. It must be destroyed before the I/O
+// threads it runs on.
+std::unique_ptr<amfgate::server::redis_messaging> make_messaging_share(
     const amfgate::config::gateway_config& cfg, const std::shared_ptr<spdlog::logger>& log) {
-  if (cfg.sessions.store != "redis") return nullptr;
-  auto share = std::make_unique<amfgate::services::redis_messaging>(
+  if (cfg.messaging_store() != "redis") return nullptr;
+  auto share = std::make_unique<amfgate::server::redis_messaging>(
       redis_options_of(cfg.sessions), cfg.messaging, cfg.messaging.redis_key_prefix,
       [log](const std::string& what) { log->warn("{}", what); });
   log->info("messaging shared in redis {}:{} under the prefix \"{}\"", cfg.sessions.redis.host,

@@ -163,6 +163,20 @@ TEST(Config, MessagingDestinations) {
                 "/messaging/max_parked: expected an integer from 0 to 10000000, got -1"}));
 }
 
+TEST(Config, MessagingHasAStoreOfItsOwn) {
+  const gateway_config defaults;
+  EXPECT_EQ(defaults.messaging_store(), "memory");
+  EXPECT_EQ(parse(R"({"sessions": {"store": "redis"}})").messaging_store(), "redis");  // unset
+  EXPECT_EQ(parse(R"({"sessions": {"store": "redis"}, "messaging": {"store": "memory"}})")
+                .messaging_store(),
+            "memory");
+  EXPECT_EQ(parse(R"({"messaging": {"store": "redis"}})").messaging_store(), "redis");
+  EXPECT_EQ(errors_of(R"({"messaging": {"store": "disk"}})"),
+            std::vector<std::string>{
+                "/messaging/store: expected \"memory\", \"redis\" or null (as sessions.store), "
+                "got \"disk\""});
+}
+
 TEST(Config, ShippedFilesParseAndTheDefaultsFileIsTheDefaults) {
   EXPECT_EQ(read(AMFGATE_SOURCE_DIR "/config/amfgate.json"), defaults_json());
   // The compose stack's config (docker/amfgate.json) is what the deployment test runs.

@@ -6,14 +6,14 @@
 #include <boost/asio/io_context.hpp>
 #include <thread>
 
-#include "amfgate/services/redis_session_store.hpp"
+#include "amfgate/server/redis_session_store.hpp"
 #include "stack.hpp"
 
 namespace amfgate::test {
 namespace {
 
 using namespace std::chrono_literals;
-using services::redis_session_store;
+using server::redis_session_store;
 using services::store_unavailable;
 
 class RedisStore : public ::testing::Test {
@@ -29,8 +29,8 @@ class RedisStore : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  services::redis_options options(std::chrono::milliseconds idle = 60s) {
-    services::redis_options o;
+  server::redis_options options(std::chrono::milliseconds idle = 60s) {
+    server::redis_options o;
     o.port = port_;
     o.key_prefix = "test:";
     o.idle_timeout = idle;

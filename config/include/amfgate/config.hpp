@@ -197,8 +197,11 @@ struct messaging_settings {
   std::size_t max_id_bytes = 128;  ///< a DSId or a subscription's clientId (a UUID is 36)
   /// A FlexClient that does not poll for this long loses its subscriptions.
   milliseconds client_idle_timeout{30 * 60'000};
-  /// With sessions.store "redis", the destinations' logs and the subscriptions are kept in
-  /// that Redis under this prefix, shared by every instance.
+  /// Where the destinations' logs and the subscriptions live: "memory" (this process) or
+  /// "redis" (the Redis of sessions.redis, shared by every instance); unset: as
+  /// sessions.store.
+  std::optional<std::string> store;
+  /// With the store "redis", the keys' prefix.
   std::string redis_key_prefix = "amfgate:messaging:";
   std::map<std::string, destination_settings> destinations;
 };
@@ -235,6 +238,10 @@ struct gateway_config {
   std::map<std::string, std::string> services;
 
   bool introspection_enabled() const { return introspection.value_or(debug); }
+  /// messaging.store, or sessions.store where it is unset.
+  const std::string& messaging_store() const {
+    return messaging.store ? *messaging.store : sessions.store;
+  }
   bool console_enabled() const { return console.enabled.value_or(debug); }
   /// The deadline of `service`.`method` (zero: none).
   milliseconds call_timeout(std::string_view service, std::string_view method) const;

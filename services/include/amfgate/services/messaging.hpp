@@ -18,9 +18,9 @@
 // Everything here is thread-safe.
 //
 // Several instances share destinations and subscriptions through a `messaging_share` (Redis:
-// redis_messaging.hpp): a destination's log is then the shared one, which every instance
-// mirrors, and a FlexClient's subscriptions with their cursors live in the share, read before
-// and written after each exchange, so that any instance can serve any poll.
+// amfgate/server/redis_messaging.hpp): a destination's log is then the shared one, which every
+// instance mirrors, and a FlexClient's subscriptions with their cursors live in the share, read
+// before and written after each exchange, so that any instance can serve any poll.
 #pragma once
 
 #include <atomic>

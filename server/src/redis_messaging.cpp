@@ -1,4 +1,4 @@
-#include "amfgate/services/redis_messaging.hpp"
+#include "amfgate/server/redis_messaging.hpp"
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
@@ -12,7 +12,11 @@
 #include "amf/flex.hpp"
 #include "amfgate/services/session.hpp"
 
-namespace amfgate::services {
+namespace amfgate::server {
+
+using services::caller;
+using services::messaging;
+using services::store_unavailable;
 
 namespace net = boost::asio;
 
@@ -353,4 +357,4 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
   }
 }
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server

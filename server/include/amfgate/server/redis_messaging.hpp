@@ -1,4 +1,4 @@
-// Flex messaging shared by every instance through Redis (with sessions.store "redis"): no
+// Flex messaging shared by every instance through Redis (messaging.store "redis"): no
 // sticky sessions behind a balancer. Keys, under messaging.redis_key_prefix:
 //
 //   log:<destination>   a Redis Stream: the destination's log. Entries are numbered 0-1,
@@ -22,12 +22,12 @@
 #include <mutex>
 #include <string>
 
+#include "amfgate/server/redis_client.hpp"
 #include "amfgate/services/messaging.hpp"
-#include "amfgate/services/redis_client.hpp"
 
-namespace amfgate::services {
+namespace amfgate::server {
 
-class redis_messaging : public messaging_share {
+class redis_messaging : public services::messaging_share {
  public:
   /// `connection`: where Redis is (its key_prefix is not used); `warn` is told of what failed
   /// without a caller to tell (a publish from a service, the log reader).
@@ -36,15 +36,16 @@ class redis_messaging : public messaging_share {
   ~redis_messaging() override;
 
   /// Attaches the connections to `ex` and starts reading the logs into `m`.
-  void start(boost::asio::any_io_executor ex, messaging& m) override;
-  boost::asio::awaitable<void> append(std::shared_ptr<const messaging::stored> m) override;
-  void post(std::shared_ptr<const messaging::stored> m) override;
-  boost::asio::awaitable<std::vector<messaging::shared_subscription>> load(
+  void start(boost::asio::any_io_executor ex, services::messaging& m) override;
+  boost::asio::awaitable<void> append(
+      std::shared_ptr<const services::messaging::stored> m) override;
+  void post(std::shared_ptr<const services::messaging::stored> m) override;
+  boost::asio::awaitable<std::vector<services::messaging::shared_subscription>> load(
       std::string client) override;
-  boost::asio::awaitable<void> save(std::string client,
-                                    std::vector<messaging::shared_subscription> subs) override;
+  boost::asio::awaitable<void> save(
+      std::string client, std::vector<services::messaging::shared_subscription> subs) override;
   boost::asio::awaitable<void> rewind(std::string client,
-                                      std::vector<messaging::moved> cursors) override;
+                                      std::vector<services::messaging::moved> cursors) override;
   boost::asio::awaitable<void> advance(
       std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) override;
 
@@ -52,7 +53,7 @@ class redis_messaging : public messaging_share {
   void ping();
 
  private:
-  boost::asio::awaitable<void> read(messaging& m);
+  boost::asio::awaitable<void> read(services::messaging& m);
   /// The epoch the reader found (see read); empty before it looked.
   std::string epoch() const;
 
@@ -65,4 +66,4 @@ class redis_messaging : public messaging_share {
   std::string epoch_;
 };
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server

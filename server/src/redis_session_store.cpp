@@ -1,10 +1,15 @@
-#include "amfgate/services/redis_session_store.hpp"
+#include "amfgate/server/redis_session_store.hpp"
 
 #include <boost/asio/use_awaitable.hpp>
 #include <cctype>
 #include <nlohmann/json.hpp>
 
-namespace amfgate::services {
+namespace amfgate::server {
+
+using services::principal;
+using services::random_id;
+using services::session;
+using services::store_unavailable;
 
 namespace net = boost::asio;
 using clock = std::chrono::steady_clock;
@@ -159,4 +164,4 @@ void redis_session_store::ping() {
   }(*impl_));
 }
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server

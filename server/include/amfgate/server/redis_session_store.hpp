@@ -14,26 +14,26 @@
 #include <string>
 #include <vector>
 
-#include "amfgate/services/redis_client.hpp"
+#include "amfgate/server/redis_client.hpp"
 #include "amfgate/services/session.hpp"
 
-namespace amfgate::services {
+namespace amfgate::server {
 
-class redis_session_store : public session_store {
+class redis_session_store : public services::session_store {
  public:
   explicit redis_session_store(redis_options options);
   ~redis_session_store() override;
 
-  std::optional<session> find(const std::string& id) override;
-  session create() override;
-  void save(const session& s) override;
+  std::optional<services::session> find(const std::string& id) override;
+  services::session create() override;
+  void save(const services::session& s) override;
   void remove(const std::string& id) override;
   /// Counts the keys under the prefix (SCAN): for metrics, not for every request.
   std::size_t size() override;
 
-  boost::asio::awaitable<std::optional<session>> async_find(std::string id) override;
-  boost::asio::awaitable<session> async_create() override;
-  boost::asio::awaitable<void> async_save(session s) override;
+  boost::asio::awaitable<std::optional<services::session>> async_find(std::string id) override;
+  boost::asio::awaitable<services::session> async_create() override;
+  boost::asio::awaitable<void> async_save(services::session s) override;
   boost::asio::awaitable<void> async_remove(std::string id) override;
   boost::asio::awaitable<std::size_t> async_size() override;
 
@@ -56,7 +56,7 @@ class redis_session_store : public session_store {
 };
 
 /// A session as the JSON the Redis store keeps (also for tools that read the keys).
-std::string session_to_json(const session& s);
-session session_from_json(const std::string& id, const std::string& json);
+std::string session_to_json(const services::session& s);
+services::session session_from_json(const std::string& id, const std::string& json);
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server

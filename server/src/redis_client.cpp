@@ -1,4 +1,4 @@
-#include "amfgate/services/redis_client.hpp"
+#include "amfgate/server/redis_client.hpp"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -16,7 +16,9 @@
 
 #include "amfgate/services/session.hpp"
 
-namespace amfgate::services {
+namespace amfgate::server {
+
+using services::store_unavailable;
 
 namespace net = boost::asio;
 using clock = std::chrono::steady_clock;
@@ -350,4 +352,4 @@ net::strand<net::any_io_executor> redis_client::strand() const {
   return impl_->strand;
 }
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace amfgate::services {
+namespace amfgate::server {
 
 struct redis_options {
   std::string host = "127.0.0.1";
@@ -79,4 +79,4 @@ class redis_client {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace amfgate::services
+}  // namespace amfgate::server
