@@ -1,7 +1,8 @@
 // HTTP streaming for Flex's StreamingAMFChannel (docs/wire.md, "Polling, long-polling,
-// streaming"): the body of an open stream. It is framed as the SDK's StreamingConnectionHandler reads it, inside
-// real HTTP/1.1 chunks: optional kick-start padding, the "connected" acknowledgement, one
-// AMF3 message per frame, and a 0x00 heartbeat byte between frames after a silence.
+// streaming"): the body of an open stream. It is framed as the SDK's StreamingConnectionHandler
+// reads it, inside real HTTP/1.1 chunks: optional kick-start padding, the "connected"
+// acknowledgement, one AMF3 message per frame, and a 0x00 heartbeat byte between frames after a
+// silence.
 #pragma once
 
 #include <chrono>
