@@ -6,7 +6,6 @@
 
 #include <array>
 
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -22,6 +21,15 @@ std::string hash_with(std::string_view password, const char* setting) {
   const char* h = crypt_rn(pw.c_str(), setting, data.get(), sizeof(crypt_data));
   if (!h || h[0] == '*') throw std::runtime_error("crypt: hashing failed");
   return h;
+}
+
+// Equal text, compared in time that depends on the lengths only (a secret's digest or hash
+// is not given away a byte at a time).
+bool same_text(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 constexpr char hex_digits[] = "0123456789abcdef";
@@ -62,14 +70,8 @@ std::string credential_digest(std::string_view user, std::string_view password) 
 bool digest_matches(std::string_view digest, std::string_view user, std::string_view password) {
   const auto colon = digest.find(':');
   if (colon == std::string_view::npos) return false;
-  const std::string want = salted_digest(digest.substr(0, colon), user, password);
-  const std::string_view have = digest.substr(colon + 1);
-  if (have.size() != want.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    diff |= static_cast<unsigned char>(want[i] ^ have[i]);
-  }
-  return diff == 0;
+  return same_text(salted_digest(digest.substr(0, colon), user, password),
+                   digest.substr(colon + 1));
 }
 
 std::string hash_password(std::string_view password) {
@@ -84,12 +86,7 @@ bool verify_password(std::string_view password, const std::string& hash) {
   auto data = std::make_unique<crypt_data>();
   const std::string pw(password);
   const char* h = crypt_rn(pw.c_str(), hash.c_str(), data.get(), sizeof(crypt_data));
-  if (!h || h[0] == '*' || std::strlen(h) != hash.size()) return false;
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < hash.size(); ++i) {
-    diff |= static_cast<unsigned char>(h[i] ^ hash[i]);
-  }
-  return diff == 0;
+  return h && h[0] != '*' && same_text(h, hash);
 }
 
 // An unknown user is checked against a decoy hashed like the first configured user's hash
