@@ -348,11 +348,20 @@ net::awaitable<void> gateway::apply_credentials(request_ptr rq) {
     }
     co_return;
   }
+  co_await authenticate(rq, user, password);
+}
+
+net::awaitable<bool> gateway::authenticate(request_ptr rq, std::string_view user,
+                                           std::string_view password) {
   if (rq->user && rq->user->name == user && rq->sess &&
       services::digest_matches(rq->sess->credential, user, password)) {
-    co_return;  // the login the session has: no second password check
+    co_return true;  // the login the session has: no second password check
   }
-  if (!co_await login(rq, user, password)) drop_login(*rq);
+  // The result is named first: written `if (co_await login(...)) co_return true;`, GCC 12's
+  // build of this coroutine trapped (SIGILL) at its first resume.
+  const bool logged_in = co_await login(rq, user, password);
+  if (!logged_in) drop_login(*rq);
+  co_return logged_in;
 }
 
 void gateway::drop_login(request& rq) {
@@ -920,20 +929,14 @@ net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::
   }
   const std::string_view user = std::string_view(cred).substr(0, colon);
   const std::string_view password = std::string_view(cred).substr(colon + 1);
-  if (rq->user) {
-    // BlazeDS's LoginManager refuses another user over a session's login (10054); the same
-    // user is the login the session has if the password is too.
-    if (rq->user->name != user) {
-      throw fault("Client.Authentication",
-                  "Cannot re-authenticate in the same session: logged in as " +
-                      services::quoted(rq->user->name) + "; log out first.");
-    }
-    if (rq->sess && services::digest_matches(rq->sess->credential, user, password)) {
-      co_return rq->doc.string("success");
-    }
+  // BlazeDS's LoginManager refuses another user over a session's login (10054); the same
+  // user with the same password is the login the session has.
+  if (rq->user && rq->user->name != user) {
+    throw fault("Client.Authentication",
+                "Cannot re-authenticate in the same session: logged in as " +
+                    services::quoted(rq->user->name) + "; log out first.");
   }
-  if (!co_await login(rq, user, password)) {
-    drop_login(*rq);
+  if (!co_await authenticate(rq, user, password)) {
     if (!rq->store_error.empty()) throw store_fault(rq->store_error);
     throw rq->login_refused.value_or(fault("Client.Authentication", "Invalid login."));
   }

@@ -131,6 +131,11 @@ class gateway {
   /// no second password check; another pair is a new login (the principal replaced, the
   /// session rotated) or, failing, leaves the request and the session anonymous.
   boost::asio::awaitable<void> apply_credentials(request_ptr rq);
+  /// `user` and `password` as what the request is authenticated as: the session's own login
+  /// (no second password check), or a new one; refused (false), the request and the session
+  /// hold no principal.
+  boost::asio::awaitable<bool> authenticate(request_ptr rq, std::string_view user,
+                                            std::string_view password);
   /// A refused login: the request, and the session it came with, hold no principal.
   static void drop_login(request& rq);
 
