@@ -194,8 +194,8 @@ std::shared_ptr<const class_codec> ops_codec(std::vector<op_spec> layout) {
 const class_registry& class_registry::builtin() {
   static const class_registry r = [] {
     class_registry b;
-    b.add("flex.messaging.io.ArrayCollection", single_value_codec());
-    b.add("flex.messaging.io.ArrayList", single_value_codec());
+    b.add(std::string(array_collection_alias), single_value_codec());
+    b.add(std::string(array_list_alias), single_value_codec());
     b.add("flex.messaging.io.ObjectProxy", single_value_codec());
     b.add("DSK", small_message_codec('K'));
     b.add("DSA", small_message_codec(0));

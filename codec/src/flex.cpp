@@ -1,5 +1,7 @@
 #include "amf/flex.hpp"
 
+#include "amf/externalizable.hpp"
+
 #include <pthread.h>
 #include <sys/random.h>
 #include <chrono>
@@ -312,8 +314,7 @@ void collections_as_arrays(value& root) {
   auto is_collection = [](const value& v) {
     const external_node* e = v.as_external();
     return e && e->layout == external_node::form::single &&
-           (e->cls->alias == "flex.messaging.io.ArrayCollection" ||
-            e->cls->alias == "flex.messaging.io.ArrayList");
+           (e->cls->alias == array_collection_alias || e->cls->alias == array_list_alias);
   };
   std::vector<value*> todo{&root};
   std::unordered_set<const node*> seen;

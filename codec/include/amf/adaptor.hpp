@@ -33,6 +33,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "amf/externalizable.hpp"
 #include "amf/value.hpp"
 
 namespace amf {
@@ -250,12 +251,12 @@ struct adaptor<std::vector<T, A>> : detail::sequence_adaptor<std::vector<T, A>> 
 template <class T>
 struct array_collection : std::vector<T> {
   using std::vector<T>::vector;
-  static constexpr std::string_view alias = "flex.messaging.io.ArrayCollection";
+  static constexpr std::string_view alias = array_collection_alias;
 };
 template <class T>
 struct array_list : std::vector<T> {
   using std::vector<T>::vector;
-  static constexpr std::string_view alias = "flex.messaging.io.ArrayList";
+  static constexpr std::string_view alias = array_list_alias;
 };
 
 namespace detail {

@@ -54,6 +54,10 @@ class class_codec {
   virtual bool read(external_reader& in, external_node& out) const = 0;
 };
 
+/// The Flex collections, each an externalizable wrapper of one array.
+inline constexpr std::string_view array_collection_alias = "flex.messaging.io.ArrayCollection";
+inline constexpr std::string_view array_list_alias = "flex.messaging.io.ArrayList";
+
 /// Payload = one AMF3 value (ArrayCollection, ArrayList, ObjectProxy).
 std::shared_ptr<const class_codec> single_value_codec();
 
