@@ -774,9 +774,11 @@ struct http_server::impl {
         workers(worker_threads(cfg.workers),
                 cfg.workers.max_queue ? cfg.workers.max_queue : 64 * worker_threads(cfg.workers)) {}
 
+  /// The I/O context of the next connection: each in turn.
+  net::io_context& next_io() { return *contexts[next_context++ % contexts.size()]; }
+
   void accept() {
-    auto& context = *contexts[next_context++ % contexts.size()];
-    acceptor.async_accept(context, [this](beast::error_code ec, tcp::socket s) {
+    acceptor.async_accept(next_io(), [this](beast::error_code ec, tcp::socket s) {
       if (ec) {
         if (ec != net::error::operation_aborted) {
           st.log->warn("accept failed: {}", ec.message());
@@ -797,7 +799,7 @@ struct http_server::impl {
     beast::error_code ec;
     acceptor.non_blocking(true, ec);
     while (!ec) {
-      tcp::socket s(*contexts[next_context++ % contexts.size()]);
+      tcp::socket s(next_io());
       acceptor.accept(s, ec);
       if (!ec) std::make_shared<connection>(std::move(s), st)->start();
     }
