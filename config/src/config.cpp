@@ -19,86 +19,82 @@ std::string join(const std::vector<std::string>& lines) {
   return s;
 }
 
-// Walks a JSON document, collecting every error with its path.
-class walker {
+// One description per settings struct, `describe(v, s)` below: its keys in order, each with
+// its field, its form and its bounds, then the checks across its fields. `reader` walks a
+// description to apply a JSON object over the struct, naming every error by its path;
+// `writer` walks the same description to print the struct. So a key is read exactly when it
+// is printed (--print-config, config/amfgate.json), and the README's table is checked against
+// what is printed (tests/config/config_test.cpp). A new key is one line in one description.
+
+std::string expected_got(const std::string& path, std::string_view expected, const json& got) {
+  return (path.empty() ? "/" : path) + ": expected " + std::string(expected) + ", got " +
+         got.dump();
+}
+
+std::string list_of(std::initializer_list<const char*> allowed, bool quoted = false) {
+  std::string list;
+  for (const char* a : allowed) {
+    list += (list.empty() ? "" : ", ") + (quoted ? json(a).dump() : std::string(a));
+  }
+  return list;
+}
+
+class reader {
  public:
-  using field = std::function<void(const json&, const std::string&)>;
+  reader(const json& in, std::string path, std::vector<std::string>& errors,
+         std::string_view expected = "an object")
+      : in_(in.is_object() ? &in : nullptr), path_(std::move(path)), errors_(errors) {
+    if (!in_) errors_.push_back(expected_got(path_, expected, in));
+  }
+  reader(const reader&) = delete;
+  reader& operator=(const reader&) = delete;
 
-  std::vector<std::string> errors;
-
-  void fail(const std::string& path, const std::string& expected, const json& got) {
-    errors.push_back((path.empty() ? "/" : path) + ": expected " + expected + ", got " +
-                     got.dump());
+  /// Reads `in` at `path` by `keys(reader&)`, then says which keys it did not know.
+  template <class F>
+  static void walk(const json& in, std::string path, std::vector<std::string>& errors, F keys) {
+    reader r(in, std::move(path), errors);
+    keys(r);
+    r.unknown_keys();
   }
 
-  void object(const json& j, const std::string& path,
-              const std::vector<std::pair<std::string, field>>& fields) {
-    if (!j.is_object()) return fail(path, "an object", j);
-    for (const auto& [key, v] : j.items()) {
-      auto it =
-          std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.first == key; });
-      if (it == fields.end()) {
-        std::string known;
-        for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.first;
-        errors.push_back(path + "/" + key + ": unknown key (known here: " + known + ")");
-        continue;
-      }
-      it->second(v, path + "/" + key);
-    }
+  void text(std::string_view key, std::string& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_string()) return fail(p, "a string", v);
+      out = v.get<std::string>();
+    });
   }
-
-  field string(std::string& out) {
-    return [this, &out](const json& v, const std::string& p) {
-      if (v.is_string()) {
-        out = v.get<std::string>();
-      } else {
-        fail(p, "a string", v);
-      }
-    };
-  }
-  field boolean(bool& out) {
-    return [this, &out](const json& v, const std::string& p) {
-      if (v.is_boolean()) {
-        out = v.get<bool>();
-      } else {
-        fail(p, "true or false", v);
-      }
-    };
+  /// As `text`; printed only when not empty.
+  void maybe_text(std::string_view key, std::string& out) { text(key, out); }
+  void boolean(std::string_view key, bool& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_boolean()) return fail(p, "true or false", v);
+      out = v.get<bool>();
+    });
   }
   /// true, false, or null: as `debug`.
-  field debug_default(std::optional<bool>& out) {
-    return [this, &out](const json& v, const std::string& p) {
-      if (v.is_null()) {
-        out.reset();
-      } else if (v.is_boolean()) {
-        out = v.get<bool>();
-      } else {
-        fail(p, "true, false or null (on in debug mode only)", v);
-      }
-    };
+  void maybe_boolean(std::string_view key, std::optional<bool>& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (v.is_null()) return out.reset();
+      if (!v.is_boolean()) return fail(p, "true, false or null (on in debug mode only)", v);
+      out = v.get<bool>();
+    });
   }
   template <class T>
-  field integer(T& out, std::uint64_t min, std::uint64_t max) {
-    return [this, &out, min, max](const json& v, const std::string& p) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() >= min &&
-          v.get<std::uint64_t>() <= max) {
-        out = static_cast<T>(v.get<std::uint64_t>());
-      } else {
-        fail(p, "an integer from " + std::to_string(min) + " to " + std::to_string(max), v);
-      }
-    };
+  void integer(std::string_view key, T& out, std::uint64_t min, std::uint64_t max) {
+    read(key, [&](const json& v, const std::string& p) { read_integer(v, p, out, min, max); });
   }
-  field millis(milliseconds& out) {
-    return [this, &out](const json& v, const std::string& p) {
-      if (v.is_number_unsigned() && v.get<std::uint64_t>() <= 86'400'000) {
-        out = milliseconds(v.get<std::int64_t>());
-      } else {
-        fail(p, "milliseconds from 0 to 86400000", v);
-      }
-    };
+  void millis(std::string_view key, milliseconds& out) {
+    read(key, [&](const json& v, const std::string& p) { read_millis(v, p, out); });
   }
-  field strings(std::vector<std::string>& out) {
-    return [this, &out](const json& v, const std::string& p) {
+  /// Milliseconds, or null for none.
+  void maybe_millis(std::string_view key, std::optional<milliseconds>& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (v.is_null()) return out.reset();
+      read_millis(v, p, out.emplace());
+    });
+  }
+  void strings(std::string_view key, std::vector<std::string>& out) {
+    read(key, [&](const json& v, const std::string& p) {
       if (!v.is_array()) return fail(p, "an array of strings", v);
       out.clear();
       for (std::size_t i = 0; i < v.size(); ++i) {
@@ -108,20 +104,229 @@ class walker {
           fail(p + "/" + std::to_string(i), "a string", v[i]);
         }
       }
-    };
+    });
   }
-  field one_of(std::string& out, std::vector<std::string> allowed) {
-    return [this, &out, allowed](const json& v, const std::string& p) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      if (v.is_string() &&
-          std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end()) {
-        out = v.get<std::string>();
-      } else {
-        fail(p, "one of " + list, v);
+  void one_of(std::string_view key, std::string& out, std::initializer_list<const char*> allowed) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!allowed_value(v, allowed)) return fail(p, "one of " + list_of(allowed), v);
+      out = v.get<std::string>();
+    });
+  }
+  /// One of `allowed`, or null, which means `if_null`.
+  void maybe_one_of(std::string_view key, std::optional<std::string>& out,
+                    std::initializer_list<const char*> allowed, std::string_view if_null) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (v.is_null()) return out.reset();
+      if (!allowed_value(v, allowed)) {
+        return fail(p, list_of(allowed, true) + " or null (" + std::string(if_null) + ")", v);
       }
-    };
+      out = v.get<std::string>();
+    });
   }
+  /// An object whose keys are `describe(v, out)`'s.
+  template <class S>
+  void section(std::string_view key, S& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      walk(v, p, errors_, [&](reader& r) { describe(r, out); });
+    });
+  }
+  /// As `section`, or null for none.
+  template <class S>
+  void maybe_section(std::string_view key, std::optional<S>& out) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (v.is_null()) return out.reset();
+      S x = out.value_or(S{});
+      walk(v, p, errors_, [&](reader& r) { describe(r, x); });
+      out = std::move(x);
+    });
+  }
+  /// An object whose keys `keys(v)` describes: fields of the struct being described.
+  template <class F>
+  void group(std::string_view key, F keys) {
+    read(key, [&](const json& v, const std::string& p) { walk(v, p, errors_, keys); });
+  }
+  /// An object of "name": section, each described by `describe(v, S&)`.
+  template <class M>
+  void sections(std::string_view key, M& out, std::string_view expected) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_object()) return fail(p, expected, v);
+      for (const auto& [name, entry] : v.items()) {
+        walk(entry, p + "/" + name, errors_, [&](reader& r) { describe(r, out[name]); });
+      }
+    });
+  }
+  /// An object of "name": milliseconds.
+  void millis_by_name(std::string_view key, std::map<std::string, milliseconds>& out,
+                      std::string_view expected) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_object()) return fail(p, expected, v);
+      for (const auto& [name, ms] : v.items()) read_millis(ms, p + "/" + name, out[name]);
+    });
+  }
+  /// An array of sections, which replaces the default one.
+  template <class S>
+  void list(std::string_view key, std::vector<S>& out, std::string_view expected) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_array()) return fail(p, expected, v);
+      out.clear();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        S x;
+        walk(v[i], p + "/" + std::to_string(i), errors_, [&](reader& r) { describe(r, x); });
+        out.push_back(std::move(x));
+      }
+    });
+  }
+  /// An object of "name": any object, kept as its JSON text (the services' own settings).
+  void objects(std::string_view key, std::map<std::string, std::string>& out,
+               std::string_view expected, std::string_view each) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_object()) return fail(p, expected, v);
+      for (const auto& [name, entry] : v.items()) {
+        if (entry.is_object()) {
+          out[name] = entry.dump();
+        } else {
+          fail(p + "/" + name, each, entry);
+        }
+      }
+    });
+  }
+  /// A check across fields, after they are read: "<path>/<key>: expected ..., got `got`".
+  template <class T>
+  void expect(bool ok, std::string_view key, std::string_view expected, const T& got) {
+    if (!ok) fail(at(key), expected, json(got));
+  }
+  /// A check across fields, after they are read: "<path>/<key>: `message`".
+  void require(bool ok, std::string_view key, std::string_view message) {
+    if (!ok) errors_.push_back(at(key) + ": " + std::string(message));
+  }
+
+ private:
+  void unknown_keys() {
+    if (!in_) return;
+    for (const auto& [key, v] : in_->items()) {
+      if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+      std::string known;
+      for (const auto k : known_) known += (known.empty() ? "" : ", ") + std::string(k);
+      errors_.push_back(path_ + "/" + key + ": unknown key (known here: " + known + ")");
+    }
+  }
+
+  template <class F>
+  void read(std::string_view key, F f) {
+    known_.push_back(key);
+    if (!in_) return;
+    if (const auto it = in_->find(key); it != in_->end()) f(*it, at(key));
+  }
+  std::string at(std::string_view key) const { return path_ + "/" + std::string(key); }
+  void fail(const std::string& path, std::string_view expected, const json& got) {
+    errors_.push_back(expected_got(path, expected, got));
+  }
+  static bool allowed_value(const json& v, std::initializer_list<const char*> allowed) {
+    return v.is_string() &&
+           std::find(allowed.begin(), allowed.end(), v.get<std::string>()) != allowed.end();
+  }
+  template <class T>
+  void read_integer(const json& v, const std::string& p, T& out, std::uint64_t min,
+                    std::uint64_t max) {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() < min || v.get<std::uint64_t>() > max) {
+      return fail(p, "an integer from " + std::to_string(min) + " to " + std::to_string(max), v);
+    }
+    out = static_cast<T>(v.get<std::uint64_t>());
+  }
+  void read_millis(const json& v, const std::string& p, milliseconds& out) {
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > 86'400'000) {
+      return fail(p, "milliseconds from 0 to 86400000", v);
+    }
+    out = milliseconds(v.get<std::int64_t>());
+  }
+
+  const json* in_;
+  std::string path_;
+  std::vector<std::string>& errors_;
+  std::vector<std::string_view> known_;
+};
+
+class writer {
+ public:
+  explicit writer(json& out) : out_(out) { out_ = json::object(); }
+
+  void text(std::string_view key, const std::string& v) { put(key, v); }
+  void maybe_text(std::string_view key, const std::string& v) {
+    if (!v.empty()) put(key, v);
+  }
+  void boolean(std::string_view key, bool v) { put(key, v); }
+  void maybe_boolean(std::string_view key, const std::optional<bool>& v) {
+    put(key, v ? json(*v) : json(nullptr));
+  }
+  template <class T>
+  void integer(std::string_view key, T v, std::uint64_t, std::uint64_t) {
+    put(key, v);
+  }
+  void millis(std::string_view key, milliseconds v) { put(key, v.count()); }
+  void maybe_millis(std::string_view key, const std::optional<milliseconds>& v) {
+    put(key, v ? json(v->count()) : json(nullptr));
+  }
+  void strings(std::string_view key, const std::vector<std::string>& v) { put(key, v); }
+  void one_of(std::string_view key, const std::string& v, std::initializer_list<const char*>) {
+    put(key, v);
+  }
+  void maybe_one_of(std::string_view key, const std::optional<std::string>& v,
+                    std::initializer_list<const char*>, std::string_view) {
+    put(key, v ? json(*v) : json(nullptr));
+  }
+  template <class S>
+  void section(std::string_view key, S& v) {
+    writer w(slot(key));
+    describe(w, v);
+  }
+  template <class S>
+  void maybe_section(std::string_view key, std::optional<S>& v) {
+    if (!v) return put(key, nullptr);
+    section(key, *v);
+  }
+  template <class F>
+  void group(std::string_view key, F keys) {
+    writer w(slot(key));
+    keys(w);
+  }
+  template <class M>
+  void sections(std::string_view key, M& v, std::string_view) {
+    json& all = slot(key) = json::object();
+    for (auto& [name, s] : v) {
+      writer w(all[name]);
+      describe(w, s);
+    }
+  }
+  void millis_by_name(std::string_view key, const std::map<std::string, milliseconds>& v,
+                      std::string_view) {
+    json& all = slot(key) = json::object();
+    for (const auto& [name, ms] : v) all[name] = ms.count();
+  }
+  template <class S>
+  void list(std::string_view key, std::vector<S>& v, std::string_view) {
+    json& all = slot(key) = json::array();
+    for (auto& s : v) {
+      writer w(all.emplace_back());
+      describe(w, s);
+    }
+  }
+  void objects(std::string_view key, const std::map<std::string, std::string>& v, std::string_view,
+               std::string_view) {
+    json& all = slot(key) = json::object();
+    for (const auto& [name, text] : v) all[name] = json::parse(text);
+  }
+  template <class T>
+  void expect(bool, std::string_view, std::string_view, const T&) {}
+  void require(bool, std::string_view, std::string_view) {}
+
+ private:
+  json& slot(std::string_view key) { return out_[std::string(key)]; }
+  template <class T>
+  void put(std::string_view key, T&& v) {
+    slot(key) = std::forward<T>(v);
+  }
+
+  json& out_;
 };
 
 // An HTTP token (RFC 9110 5.6.2): what a header name is made of.
@@ -148,434 +353,221 @@ bool valid_origin(std::string_view o) {
   });
 }
 
-// null (anyone) or {"authenticated", "roles"}, as in "access".
-walker::field optional_rule(walker& w, std::optional<access_rule>& out) {
-  return [&w, &out](const json& v, const std::string& p) {
-    if (v.is_null()) {
-      out.reset();
-      return;
+// The descriptions, in the order that --print-config prints.
+
+template <class V>
+void describe(V& v, listen_settings& l) {
+  v.text("address", l.address);
+  v.integer("port", l.port, 0, 65535);
+}
+
+template <class V>
+void describe(V& v, limit_settings& l) {
+  v.integer("max_body_bytes", l.max_body_bytes, 1, std::uint64_t{1} << 32);
+  v.integer("max_header_bytes", l.max_header_bytes, 1024, 1 << 20);
+  v.integer("max_connections", l.max_connections, 1, 1'000'000);
+  v.integer("max_connections_per_client", l.max_connections_per_client, 0, 1'000'000);
+  v.integer("max_requests_per_client", l.max_requests_per_client, 0, 1'000'000);
+  v.integer("max_inflight_bytes", l.max_inflight_bytes, 1 << 20, std::uint64_t{1} << 40);
+  v.integer("max_response_bytes", l.max_response_bytes, 1024, std::uint64_t{1} << 32);
+  v.integer("max_decoded_bytes", l.max_decoded_bytes, 1 << 20, std::uint64_t{1} << 40);
+  v.integer("max_credential_bytes", l.max_credential_bytes, 16, 65536);
+  v.millis("header_timeout_ms", l.header_timeout);
+  v.millis("read_timeout_ms", l.read_timeout);
+  v.millis("idle_timeout_ms", l.idle_timeout);
+  v.integer("max_depth", l.max_depth, 1, 4096);
+  v.millis("call_timeout_ms", l.call_timeout);
+  v.millis_by_name("call_timeouts", l.call_timeouts,
+                   "an object of \"Service[.method]\": milliseconds");
+}
+
+template <class V>
+void describe(V& v, worker_settings& w) {
+  v.integer("threads", w.threads, 0, 4096);
+  v.integer("max_queue", w.max_queue, 0, 1'000'000);
+}
+
+template <class V>
+void describe(V& v, login_settings& l) {
+  v.integer("max_failures", l.max_failures, 1, 1'000'000);
+  v.millis("window_ms", l.window);
+  v.millis("backoff_ms", l.backoff);
+}
+
+template <class V>
+void describe(V& v, log_sink& s) {
+  v.one_of("type", s.type, {"stdout", "stderr", "file"});
+  v.maybe_text("path", s.path);
+  v.require(s.type != "file" || !s.path.empty(), "path", "a file sink needs a path");
+}
+
+template <class V>
+void describe(V& v, log_settings& l) {
+  v.one_of("level", l.level, {"trace", "debug", "info", "warn", "error", "critical", "off"});
+  v.boolean("access", l.access);
+  v.list("sinks", l.sinks, "an array of sinks");
+}
+
+template <class V>
+void describe(V& v, crossdomain_settings& x) {
+  v.strings("allow_domains", x.allow_domains);
+  v.boolean("secure", x.secure);
+  for (const auto& d : x.allow_domains) {
+    v.expect(d.find_first_of("<>\"&'") == std::string::npos, "allow_domains", "domain names", d);
+  }
+}
+
+template <class V>
+void describe(V& v, cors_settings& x) {
+  v.strings("allow_origins", x.allow_origins);
+  v.boolean("allow_credentials", x.allow_credentials);
+  v.integer("max_age_s", x.max_age_s, 0, 86'400);
+  v.strings("allow_headers", x.allow_headers);
+  for (std::size_t i = 0; i < x.allow_origins.size(); ++i) {
+    const auto& o = x.allow_origins[i];
+    const std::string key = "allow_origins/" + std::to_string(i);
+    if (o == "*") {
+      v.require(!x.allow_credentials, key,
+                "\"*\" cannot go with \"allow_credentials\": true (browsers refuse credentials "
+                "for any origin); list the origins");
+    } else {
+      v.expect(valid_origin(o), key, "\"*\" or an origin, scheme://host[:port] with no path", o);
     }
-    access_rule r;
-    w.object(v, p, {{"authenticated", w.boolean(r.authenticated)}, {"roles", w.strings(r.roles)}});
-    out = r;
-  };
-}
-
-json rule_json(const std::optional<access_rule>& r) {
-  if (!r) return nullptr;
-  return {{"authenticated", r->authenticated}, {"roles", r->roles}};
-}
-
-void destination(walker& w, const json& v, const std::string& p, destination_settings& d) {
-  w.object(v, p,
-           {{"allow_subtopics", w.boolean(d.allow_subtopics)},
-            {"subtopic_separator", w.string(d.subtopic_separator)},
-            {"disallow_wildcard_subtopics", w.boolean(d.disallow_wildcard_subtopics)},
-            {"send", optional_rule(w, d.send)},
-            {"subscribe", optional_rule(w, d.subscribe)},
-            {"message_ttl_ms",
-             [&](const json& t, const std::string& tp) {
-               if (t.is_null()) return d.message_ttl.reset();
-               d.message_ttl.emplace();
-               w.millis (*d.message_ttl)(t, tp);
-             }},
-            {"retention", [&](const json& r, const std::string& rp) {
-               w.object(r, rp,
-                        {{"max_messages", w.integer(d.max_messages, 1, 10'000'000)},
-                         {"max_bytes", w.integer(d.max_bytes, 1024, std::uint64_t{1} << 34)}});
-             }}});
-  if (d.subtopic_separator.empty() || d.subtopic_separator.find('*') != std::string::npos) {
-    w.fail(p + "/subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
+  }
+  for (std::size_t i = 0; i < x.allow_headers.size(); ++i) {
+    v.expect(is_token(x.allow_headers[i]), "allow_headers/" + std::to_string(i), "a header name",
+             x.allow_headers[i]);
   }
 }
 
-void messaging(walker& w, const json& v, const std::string& p, messaging_settings& m) {
-  w.object(
-      v, p,
-      {{"poll_wait_ms", w.millis(m.poll_wait)},
-       {"client_wait_ms", w.millis(m.client_wait)},
-       {"busy_wait_ms", w.millis(m.busy_wait)},
-       {"max_parked", w.integer(m.max_parked, 0, 10'000'000)},
-       {"max_streams", w.integer(m.max_streams, 0, 10'000'000)},
-       {"max_held_per_session", w.integer(m.max_held_per_session, 0, 1'000'000)},
-       {"stream_heartbeat_ms", w.millis(m.stream_heartbeat)},
-       {"max_messages_per_poll", w.integer(m.max_messages_per_poll, 1, 1'000'000)},
-       {"max_subscriptions", w.integer(m.max_subscriptions, 1, 100'000'000)},
-       {"max_subscriptions_per_client", w.integer(m.max_subscriptions_per_client, 1, 1'000'000)},
-       {"max_clients_per_caller", w.integer(m.max_clients_per_caller, 0, 100'000'000)},
-       {"max_subscriptions_per_caller", w.integer(m.max_subscriptions_per_caller, 0, 100'000'000)},
-       {"max_filters_per_subscription", w.integer(m.max_filters_per_subscription, 1, 10'000)},
-       {"max_header_bytes", w.integer(m.max_header_bytes, 256, std::uint64_t{1} << 30)},
-       {"max_id_bytes", w.integer(m.max_id_bytes, 36, 4096)},
-       {"client_idle_timeout_ms", w.millis(m.client_idle_timeout)},
-       {"store",
-        [&](const json& s, const std::string& sp) {
-          if (s.is_null()) return m.store.reset();
-          if (!s.is_string() || (s != "memory" && s != "redis")) {
-            return w.fail(sp, "\"memory\", \"redis\" or null (as sessions.store)", s);
-          }
-          m.store = s.get<std::string>();
-        }},
-       {"redis_key_prefix", w.string(m.redis_key_prefix)},
-       {"destinations", [&](const json& d, const std::string& dp) {
-          if (!d.is_object()) return w.fail(dp, "an object of \"name\": destination", d);
-          for (const auto& [name, section] : d.items()) {
-            destination(w, section, dp + "/" + name, m.destinations[name]);
-          }
-        }}});
-  if (m.stream_heartbeat < milliseconds(100)) {
-    w.fail(p + "/stream_heartbeat_ms", "at least 100 milliseconds", m.stream_heartbeat.count());
-  }
+template <class V>
+void describe(V& v, json_endpoint_settings& j) {
+  v.boolean("enabled", j.enabled);
 }
 
-json messaging_json(const messaging_settings& m) {
-  json destinations = json::object();
-  for (const auto& [name, d] : m.destinations) {
-    destinations[name] = {
-        {"allow_subtopics", d.allow_subtopics},
-        {"subtopic_separator", d.subtopic_separator},
-        {"disallow_wildcard_subtopics", d.disallow_wildcard_subtopics},
-        {"send", rule_json(d.send)},
-        {"subscribe", rule_json(d.subscribe)},
-        {"message_ttl_ms", d.message_ttl ? json(d.message_ttl->count()) : json(nullptr)},
-        {"retention", {{"max_messages", d.max_messages}, {"max_bytes", d.max_bytes}}}};
-  }
-  return {{"poll_wait_ms", m.poll_wait.count()},
-          {"client_wait_ms", m.client_wait.count()},
-          {"busy_wait_ms", m.busy_wait.count()},
-          {"max_parked", m.max_parked},
-          {"max_streams", m.max_streams},
-          {"max_held_per_session", m.max_held_per_session},
-          {"stream_heartbeat_ms", m.stream_heartbeat.count()},
-          {"max_messages_per_poll", m.max_messages_per_poll},
-          {"max_subscriptions", m.max_subscriptions},
-          {"max_subscriptions_per_client", m.max_subscriptions_per_client},
-          {"max_clients_per_caller", m.max_clients_per_caller},
-          {"max_subscriptions_per_caller", m.max_subscriptions_per_caller},
-          {"max_filters_per_subscription", m.max_filters_per_subscription},
-          {"max_header_bytes", m.max_header_bytes},
-          {"max_id_bytes", m.max_id_bytes},
-          {"client_idle_timeout_ms", m.client_idle_timeout.count()},
-          {"store", m.store ? json(*m.store) : json(nullptr)},
-          {"redis_key_prefix", m.redis_key_prefix},
-          {"destinations", destinations}};
+template <class V>
+void describe(V& v, console_settings& c) {
+  v.maybe_boolean("enabled", c.enabled);
+  v.strings("roles", c.roles);
 }
 
-void apply(walker& w, const json& j, gateway_config& c) {
-  w.object(
-      j, "",
-      {
-          {"listen",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p,
-                      {{"address", w.string(c.listen.address)},
-                       {"port", w.integer(c.listen.port, 0, 65535)}});
-           }},
-          {"threads", w.integer(c.threads, 0, 256)},
-          {"gateway_paths",
-           [&](const json& v, const std::string& p) {
-             w.strings(c.gateway_paths)(v, p);
-             for (std::size_t i = 0; i < c.gateway_paths.size(); ++i) {
-               if (!c.gateway_paths[i].starts_with('/')) {
-                 w.fail(p + "/" + std::to_string(i), "a path starting with /", c.gateway_paths[i]);
-               }
-             }
-           }},
-          {"default_service", w.string(c.default_service)},
-          {"debug", w.boolean(c.debug)},
-          {"introspection", w.debug_default(c.introspection)},
-          {"shutdown_grace_ms", w.millis(c.shutdown_grace)},
-          {"shutdown_idle_wait_ms", w.millis(c.shutdown_idle_wait)},
-          {"limits",
-           [&](const json& v, const std::string& p) {
-             auto& l = c.limits;
-             w.object(
-                 v, p,
-                 {{"max_body_bytes", w.integer(l.max_body_bytes, 1, std::uint64_t{1} << 32)},
-                  {"max_header_bytes", w.integer(l.max_header_bytes, 1024, 1 << 20)},
-                  {"max_connections", w.integer(l.max_connections, 1, 1'000'000)},
-                  {"max_connections_per_client",
-                   w.integer(l.max_connections_per_client, 0, 1'000'000)},
-                  {"max_requests_per_client", w.integer(l.max_requests_per_client, 0, 1'000'000)},
-                  {"max_inflight_bytes",
-                   w.integer(l.max_inflight_bytes, 1 << 20, std::uint64_t{1} << 40)},
-                  {"max_response_bytes",
-                   w.integer(l.max_response_bytes, 1024, std::uint64_t{1} << 32)},
-                  {"max_decoded_bytes",
-                   w.integer(l.max_decoded_bytes, 1 << 20, std::uint64_t{1} << 40)},
-                  {"max_credential_bytes", w.integer(l.max_credential_bytes, 16, 65536)},
-                  {"header_timeout_ms", w.millis(l.header_timeout)},
-                  {"read_timeout_ms", w.millis(l.read_timeout)},
-                  {"idle_timeout_ms", w.millis(l.idle_timeout)},
-                  {"max_depth", w.integer(l.max_depth, 1, 4096)},
-                  {"call_timeout_ms", w.millis(l.call_timeout)},
-                  {"call_timeouts", [&](const json& t, const std::string& tp) {
-                     if (!t.is_object()) {
-                       return w.fail(tp, "an object of \"Service[.method]\": milliseconds", t);
-                     }
-                     for (const auto& [target, ms] : t.items()) {
-                       w.millis(l.call_timeouts[target])(ms, tp + "/" + target);
-                     }
-                   }}});
-           }},
-          {"workers",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p,
-                      {{"threads", w.integer(c.workers.threads, 0, 4096)},
-                       {"max_queue", w.integer(c.workers.max_queue, 0, 1'000'000)}});
-           }},
-          {"logins",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p,
-                      {{"max_failures", w.integer(c.logins.max_failures, 1, 1'000'000)},
-                       {"window_ms", w.millis(c.logins.window)},
-                       {"backoff_ms", w.millis(c.logins.backoff)}});
-           }},
-          {"log",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p,
-                      {{"level", w.one_of(c.log.level, {"trace", "debug", "info", "warn", "error",
-                                                        "critical", "off"})},
-                       {"access", w.boolean(c.log.access)},
-                       {"sinks", [&](const json& s, const std::string& sp) {
-                          if (!s.is_array()) return w.fail(sp, "an array of sinks", s);
-                          c.log.sinks.clear();
-                          for (std::size_t i = 0; i < s.size(); ++i) {
-                            log_sink sink;
-                            const std::string ip = sp + "/" + std::to_string(i);
-                            w.object(s[i], ip,
-                                     {{"type", w.one_of(sink.type, {"stdout", "stderr", "file"})},
-                                      {"path", w.string(sink.path)}});
-                            if (sink.type == "file" && sink.path.empty()) {
-                              w.errors.push_back(ip + "/path: a file sink needs a path");
-                            }
-                            c.log.sinks.push_back(sink);
-                          }
-                        }}});
-           }},
-          {"crossdomain",
-           [&](const json& v, const std::string& p) {
-             if (v.is_null()) {
-               c.crossdomain.reset();
-               return;
-             }
-             crossdomain_settings x;
-             w.object(
-                 v, p,
-                 {{"allow_domains", w.strings(x.allow_domains)}, {"secure", w.boolean(x.secure)}});
-             for (const auto& d : x.allow_domains) {
-               if (d.find_first_of("<>\"&'") != std::string::npos) {
-                 w.fail(p + "/allow_domains", "domain names", d);
-               }
-             }
-             c.crossdomain = x;
-           }},
-          {"cors",
-           [&](const json& v, const std::string& p) {
-             auto& x = c.cors;
-             w.object(v, p,
-                      {{"allow_origins", w.strings(x.allow_origins)},
-                       {"allow_credentials", w.boolean(x.allow_credentials)},
-                       {"max_age_s", w.integer(x.max_age_s, 0, 86'400)},
-                       {"allow_headers", w.strings(x.allow_headers)}});
-             for (std::size_t i = 0; i < x.allow_origins.size(); ++i) {
-               const auto& o = x.allow_origins[i];
-               if (o == "*") {
-                 if (x.allow_credentials) {
-                   w.errors.push_back(p + "/allow_origins/" + std::to_string(i) +
-                                      ": \"*\" cannot go with \"allow_credentials\": true "
-                                      "(browsers refuse credentials for any origin); list the "
-                                      "origins");
-                 }
-               } else if (!valid_origin(o)) {
-                 w.fail(p + "/allow_origins/" + std::to_string(i),
-                        "\"*\" or an origin, scheme://host[:port] with no path", o);
-               }
-             }
-             for (std::size_t i = 0; i < x.allow_headers.size(); ++i) {
-               if (!is_token(x.allow_headers[i])) {
-                 w.fail(p + "/allow_headers/" + std::to_string(i), "a header name",
-                        x.allow_headers[i]);
-               }
-             }
-           }},
-          {"json_endpoint",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p, {{"enabled", w.boolean(c.json_endpoint.enabled)}});
-           }},
-          {"console",
-           [&](const json& v, const std::string& p) {
-             w.object(v, p,
-                      {{"enabled", w.debug_default(c.console.enabled)},
-                       {"roles", w.strings(c.console.roles)}});
-           }},
-          {"sessions",
-           [&](const json& v, const std::string& p) {
-             auto& s = c.sessions;
-             w.object(
-                 v, p,
-                 {{"store", w.one_of(s.store, {"memory", "redis"})},
-                  {"max_sessions", w.integer(s.max_sessions, 1, 100'000'000)},
-                  {"idle_timeout_ms", w.millis(s.idle_timeout)},
-                  {"cookie", w.string(s.cookie)},
-                  {"cookie_secure", w.boolean(s.cookie_secure)},
-                  {"cookie_same_site", w.one_of(s.cookie_same_site, {"Strict", "Lax", "None"})},
-                  {"redis", [&](const json& r, const std::string& rp) {
-                     auto& x = s.redis;
-                     w.object(r, rp,
-                              {{"host", w.string(x.host)},
-                               {"port", w.integer(x.port, 1, 65535)},
-                               {"password", w.string(x.password)},
-                               {"db", w.integer(x.db, 0, 15)},
-                               {"key_prefix", w.string(x.key_prefix)},
-                               {"connect_timeout_ms", w.millis(x.connect_timeout)},
-                               {"command_timeout_ms", w.millis(x.command_timeout)}});
-                   }}});
-             if (s.cookie_same_site == "None" && !s.cookie_secure) {
-               w.errors.push_back(p +
-                                  "/cookie_same_site: \"None\" requires \"cookie_secure\": true "
-                                  "(browsers drop a SameSite=None cookie that is not Secure)");
-             }
-             if (s.cookie.empty() || s.cookie.find_first_of(" ;=,\"\t") != std::string::npos) {
-               w.fail(p + "/cookie", "a cookie name (no spaces, ';', '=', ',' or quotes)",
-                      s.cookie);
-             }
-           }},
-          {"small_messages", w.boolean(c.small_messages)},
-          {"ruffle_collections_as_arrays", w.boolean(c.ruffle_collections_as_arrays)},
-          {"messaging",
-           [&](const json& v, const std::string& p) { messaging(w, v, p, c.messaging); }},
-          {"users",
-           [&](const json& v, const std::string& p) {
-             if (!v.is_array()) return w.fail(p, "an array of users", v);
-             c.users.clear();
-             for (std::size_t i = 0; i < v.size(); ++i) {
-               user u;
-               const std::string ip = p + "/" + std::to_string(i);
-               w.object(v[i], ip,
-                        {{"name", w.string(u.name)},
-                         {"password", w.string(u.password)},
-                         {"roles", w.strings(u.roles)}});
-               if (u.name.empty()) w.errors.push_back(ip + "/name: a user needs a name");
-               if (!u.password.starts_with("$y$") && !u.password.starts_with("$6$") &&
-                   !u.password.starts_with("$5$") && !u.password.starts_with("$2b$")) {
-                 w.errors.push_back(ip +
-                                    "/password: expected a crypt(3) hash ($y$..., $6$...; "
-                                    "make one with amfgate --hash-password), not plain text");
-               }
-               c.users.push_back(u);
-             }
-           }},
-          {"access",
-           [&](const json& v, const std::string& p) {
-             if (!v.is_object()) return w.fail(p, "an object of \"Service[.method]\": rule", v);
-             for (const auto& [target, rule] : v.items()) {
-               access_rule r;
-               w.object(
-                   rule, p + "/" + target,
-                   {{"authenticated", w.boolean(r.authenticated)}, {"roles", w.strings(r.roles)}});
-               c.access[target] = r;
-             }
-           }},
-          {"services",
-           [&](const json& v, const std::string& p) {
-             if (!v.is_object()) return w.fail(p, "an object of \"Service\": its settings", v);
-             for (const auto& [name, section] : v.items()) {
-               if (section.is_object()) {
-                 c.services[name] = section.dump();
-               } else {
-                 w.fail(p + "/" + name, "an object (the service's own settings)", section);
-               }
-             }
-           }},
-      });
+template <class V>
+void describe(V& v, redis_settings& r) {
+  v.text("host", r.host);
+  v.integer("port", r.port, 1, 65535);
+  v.text("password", r.password);
+  v.integer("db", r.db, 0, 15);
+  v.text("key_prefix", r.key_prefix);
+  v.millis("connect_timeout_ms", r.connect_timeout);
+  v.millis("command_timeout_ms", r.command_timeout);
 }
 
-json to_json(const gateway_config& c) {
-  json sinks = json::array();
-  for (const auto& s : c.log.sinks) {
-    json j{{"type", s.type}};
-    if (!s.path.empty()) j["path"] = s.path;
-    sinks.push_back(j);
+template <class V>
+void describe(V& v, session_settings& s) {
+  v.one_of("store", s.store, {"memory", "redis"});
+  v.integer("max_sessions", s.max_sessions, 1, 100'000'000);
+  v.millis("idle_timeout_ms", s.idle_timeout);
+  v.text("cookie", s.cookie);
+  v.boolean("cookie_secure", s.cookie_secure);
+  v.one_of("cookie_same_site", s.cookie_same_site, {"Strict", "Lax", "None"});
+  v.section("redis", s.redis);
+  v.require(s.cookie_same_site != "None" || s.cookie_secure, "cookie_same_site",
+            "\"None\" requires \"cookie_secure\": true (browsers drop a SameSite=None cookie "
+            "that is not Secure)");
+  v.expect(!s.cookie.empty() && s.cookie.find_first_of(" ;=,\"\t") == std::string::npos, "cookie",
+           "a cookie name (no spaces, ';', '=', ',' or quotes)", s.cookie);
+}
+
+template <class V>
+void describe(V& v, user& u) {
+  v.text("name", u.name);
+  v.text("password", u.password);
+  v.strings("roles", u.roles);
+  v.require(!u.name.empty(), "name", "a user needs a name");
+  const bool hashed = u.password.starts_with("$y$") || u.password.starts_with("$6$") ||
+                      u.password.starts_with("$5$") || u.password.starts_with("$2b$");
+  v.require(hashed, "password",
+            "expected a crypt(3) hash ($y$..., $6$...; make one with amfgate --hash-password), "
+            "not plain text");
+}
+
+template <class V>
+void describe(V& v, access_rule& r) {
+  v.boolean("authenticated", r.authenticated);
+  v.strings("roles", r.roles);
+}
+
+template <class V>
+void describe(V& v, destination_settings& d) {
+  v.boolean("allow_subtopics", d.allow_subtopics);
+  v.text("subtopic_separator", d.subtopic_separator);
+  v.boolean("disallow_wildcard_subtopics", d.disallow_wildcard_subtopics);
+  v.maybe_section("send", d.send);
+  v.maybe_section("subscribe", d.subscribe);
+  v.maybe_millis("message_ttl_ms", d.message_ttl);
+  v.group("retention", [&](auto& r) {
+    r.integer("max_messages", d.max_messages, 1, 10'000'000);
+    r.integer("max_bytes", d.max_bytes, 1024, std::uint64_t{1} << 34);
+  });
+  v.expect(!d.subtopic_separator.empty() && d.subtopic_separator.find('*') == std::string::npos,
+           "subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
+}
+
+template <class V>
+void describe(V& v, messaging_settings& m) {
+  v.millis("poll_wait_ms", m.poll_wait);
+  v.millis("client_wait_ms", m.client_wait);
+  v.millis("busy_wait_ms", m.busy_wait);
+  v.integer("max_parked", m.max_parked, 0, 10'000'000);
+  v.integer("max_streams", m.max_streams, 0, 10'000'000);
+  v.integer("max_held_per_session", m.max_held_per_session, 0, 1'000'000);
+  v.millis("stream_heartbeat_ms", m.stream_heartbeat);
+  v.integer("max_messages_per_poll", m.max_messages_per_poll, 1, 1'000'000);
+  v.integer("max_subscriptions", m.max_subscriptions, 1, 100'000'000);
+  v.integer("max_subscriptions_per_client", m.max_subscriptions_per_client, 1, 1'000'000);
+  v.integer("max_clients_per_caller", m.max_clients_per_caller, 0, 100'000'000);
+  v.integer("max_subscriptions_per_caller", m.max_subscriptions_per_caller, 0, 100'000'000);
+  v.integer("max_filters_per_subscription", m.max_filters_per_subscription, 1, 10'000);
+  v.integer("max_header_bytes", m.max_header_bytes, 256, std::uint64_t{1} << 30);
+  v.integer("max_id_bytes", m.max_id_bytes, 36, 4096);
+  v.millis("client_idle_timeout_ms", m.client_idle_timeout);
+  v.maybe_one_of("store", m.store, {"memory", "redis"}, "as sessions.store");
+  v.text("redis_key_prefix", m.redis_key_prefix);
+  v.sections("destinations", m.destinations, "an object of \"name\": destination");
+  v.expect(m.stream_heartbeat >= milliseconds(100), "stream_heartbeat_ms",
+           "at least 100 milliseconds", m.stream_heartbeat.count());
+}
+
+template <class V>
+void describe(V& v, gateway_config& c) {
+  v.section("listen", c.listen);
+  v.integer("threads", c.threads, 0, 256);
+  v.strings("gateway_paths", c.gateway_paths);
+  for (std::size_t i = 0; i < c.gateway_paths.size(); ++i) {
+    v.expect(c.gateway_paths[i].starts_with('/'), "gateway_paths/" + std::to_string(i),
+             "a path starting with /", c.gateway_paths[i]);
   }
-  json users = json::array();
-  for (const auto& u : c.users)
-    users.push_back({{"name", u.name}, {"password", u.password}, {"roles", u.roles}});
-  json access = json::object();
-  for (const auto& [k, r] : c.access) {
-    access[k] = {{"authenticated", r.authenticated}, {"roles", r.roles}};
-  }
-  json timeouts = json::object();
-  for (const auto& [k, ms] : c.limits.call_timeouts) timeouts[k] = ms.count();
-  json services = json::object();
-  for (const auto& [name, text] : c.services) services[name] = json::parse(text);
-  json cross = nullptr;
-  if (c.crossdomain) {
-    cross = {{"allow_domains", c.crossdomain->allow_domains}, {"secure", c.crossdomain->secure}};
-  }
-  return {
-      {"listen", {{"address", c.listen.address}, {"port", c.listen.port}}},
-      {"threads", c.threads},
-      {"gateway_paths", c.gateway_paths},
-      {"default_service", c.default_service},
-      {"debug", c.debug},
-      {"introspection", c.introspection ? json(*c.introspection) : json(nullptr)},
-      {"shutdown_grace_ms", c.shutdown_grace.count()},
-      {"shutdown_idle_wait_ms", c.shutdown_idle_wait.count()},
-      {"limits",
-       {{"max_body_bytes", c.limits.max_body_bytes},
-        {"max_header_bytes", c.limits.max_header_bytes},
-        {"max_connections", c.limits.max_connections},
-        {"max_connections_per_client", c.limits.max_connections_per_client},
-        {"max_requests_per_client", c.limits.max_requests_per_client},
-        {"max_inflight_bytes", c.limits.max_inflight_bytes},
-        {"max_response_bytes", c.limits.max_response_bytes},
-        {"max_decoded_bytes", c.limits.max_decoded_bytes},
-        {"max_credential_bytes", c.limits.max_credential_bytes},
-        {"header_timeout_ms", c.limits.header_timeout.count()},
-        {"read_timeout_ms", c.limits.read_timeout.count()},
-        {"idle_timeout_ms", c.limits.idle_timeout.count()},
-        {"max_depth", c.limits.max_depth},
-        {"call_timeout_ms", c.limits.call_timeout.count()},
-        {"call_timeouts", timeouts}}},
-      {"workers", {{"threads", c.workers.threads}, {"max_queue", c.workers.max_queue}}},
-      {"logins",
-       {{"max_failures", c.logins.max_failures},
-        {"window_ms", c.logins.window.count()},
-        {"backoff_ms", c.logins.backoff.count()}}},
-      {"log", {{"level", c.log.level}, {"access", c.log.access}, {"sinks", sinks}}},
-      {"crossdomain", cross},
-      {"cors",
-       {{"allow_origins", c.cors.allow_origins},
-        {"allow_credentials", c.cors.allow_credentials},
-        {"max_age_s", c.cors.max_age_s},
-        {"allow_headers", c.cors.allow_headers}}},
-      {"json_endpoint", {{"enabled", c.json_endpoint.enabled}}},
-      {"console",
-       {{"enabled", c.console.enabled ? json(*c.console.enabled) : json(nullptr)},
-        {"roles", c.console.roles}}},
-      {"sessions",
-       {{"store", c.sessions.store},
-        {"max_sessions", c.sessions.max_sessions},
-        {"idle_timeout_ms", c.sessions.idle_timeout.count()},
-        {"cookie", c.sessions.cookie},
-        {"cookie_secure", c.sessions.cookie_secure},
-        {"cookie_same_site", c.sessions.cookie_same_site},
-        {"redis",
-         {{"host", c.sessions.redis.host},
-          {"port", c.sessions.redis.port},
-          {"password", c.sessions.redis.password},
-          {"db", c.sessions.redis.db},
-          {"key_prefix", c.sessions.redis.key_prefix},
-          {"connect_timeout_ms", c.sessions.redis.connect_timeout.count()},
-          {"command_timeout_ms", c.sessions.redis.command_timeout.count()}}}}},
-      {"small_messages", c.small_messages},
-      {"ruffle_collections_as_arrays", c.ruffle_collections_as_arrays},
-      {"messaging", messaging_json(c.messaging)},
-      {"users", users},
-      {"access", access},
-      {"services", services},
-  };
+  v.text("default_service", c.default_service);
+  v.boolean("debug", c.debug);
+  v.maybe_boolean("introspection", c.introspection);
+  v.millis("shutdown_grace_ms", c.shutdown_grace);
+  v.millis("shutdown_idle_wait_ms", c.shutdown_idle_wait);
+  v.section("limits", c.limits);
+  v.section("workers", c.workers);
+  v.section("logins", c.logins);
+  v.section("log", c.log);
+  v.maybe_section("crossdomain", c.crossdomain);
+  v.section("cors", c.cors);
+  v.section("json_endpoint", c.json_endpoint);
+  v.section("console", c.console);
+  v.section("sessions", c.sessions);
+  v.boolean("small_messages", c.small_messages);
+  v.boolean("ruffle_collections_as_arrays", c.ruffle_collections_as_arrays);
+  v.section("messaging", c.messaging);
+  v.list("users", c.users, "an array of users");
+  v.sections("access", c.access, "an object of \"Service[.method]\": rule");
+  v.objects("services", c.services, "an object of \"Service\": its settings",
+            "an object (the service's own settings)");
 }
 
 }  // namespace
@@ -600,9 +592,9 @@ gateway_config parse(const std::string& json_text) {
     throw error({std::string("/: not JSON: ") + e.what()});
   }
   gateway_config c;
-  walker w;
-  apply(w, j, c);
-  if (!w.errors.empty()) throw error(w.errors);
+  std::vector<std::string> errors;
+  reader::walk(j, "", errors, [&](reader& r) { describe(r, c); });
+  if (!errors.empty()) throw error(errors);
   return c;
 }
 
@@ -613,7 +605,13 @@ gateway_config load(const std::string& path) {
 }
 
 std::string to_json_text(const gateway_config& c) {
-  std::string out = to_json(c).dump(2);
+  json j;
+  {
+    gateway_config copy = c;  // the description's walks take what they read and print alike
+    writer w(j);
+    describe(w, copy);
+  }
+  std::string out = j.dump(2);
   out += '\n';
   return out;
 }

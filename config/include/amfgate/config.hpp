@@ -1,6 +1,7 @@
 // The daemon's settings: defaults in code, so amfgate runs with no file at all; a JSON file
 // overrides any part. Unknown keys are rejected, and every error names its JSON path and the
-// expected form; all errors are reported together.
+// expected form; all errors are reported together, in the order --print-config prints the
+// keys. Each struct's keys, forms and bounds are described once, in config.cpp (`describe`).
 #pragma once
 
 #include <chrono>
