@@ -17,6 +17,7 @@ set_target_properties(amf_codec PROPERTIES EXPORT_NAME codec)
 set_target_properties(amf_json PROPERTIES EXPORT_NAME json)
 set_target_properties(amfgate_config PROPERTIES EXPORT_NAME config)
 set_target_properties(amfgate_services PROPERTIES EXPORT_NAME services)
+set_target_properties(amfgate_messaging PROPERTIES EXPORT_NAME messaging)
 set_target_properties(amfgate_redis PROPERTIES EXPORT_NAME redis)
 set_target_properties(amfgate_server PROPERTIES EXPORT_NAME server)
 set_target_properties(amfgate_client PROPERTIES EXPORT_NAME client)
@@ -26,12 +27,12 @@ install(TARGETS amf_codec amf_json
         EXPORT amfgateCodecTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS amfgate_config amfgate_services amfgate_redis amfgate_server amfgate_client
+install(TARGETS amfgate_config amfgate_services amfgate_messaging amfgate_redis amfgate_server amfgate_client
                 amfgate_daemon
         EXPORT amfgateTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir codec/include config/include services/include server/include)
+foreach(dir codec/include config/include services/include messaging/include server/include)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 endforeach()
 set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/amfgate)

@@ -26,7 +26,7 @@ using services::fault;
 
 // A request's state. Shared, because a pool call that outlives its deadline still reads the
 // packet (its arguments) until it returns: the body and the arena then live as long as it.
-struct gateway::request {
+struct gateway::request final : messaging::reply_hooks {
   request(std::string b, exchange& e, std::size_t max_decoded)
       : body(std::move(b)),
         memory(e.memory ? e.memory : &amf::block_pool::shared()),
@@ -35,7 +35,20 @@ struct gateway::request {
         ex(e) {}
   request(const request&) = delete;
   request& operator=(const request&) = delete;
-  ~request() { body_pool::give(std::move(body)); }
+  ~request() override { body_pool::give(std::move(body)); }
+
+  // What a poll tells the exchange (messaging::channel).
+  void waiting() override { ex.waiting(); }
+  void parked(bool on) override {
+    if (ex.on_park) ex.on_park(on);
+  }
+  void parked_for(double ms) override { ex.parked_ms = ms; }
+  void on_unwritten(std::function<void()> undo) override {
+    ex.unwritten = [before = std::move(ex.unwritten), undo = std::move(undo)] {
+      if (before) before();
+      undo();
+    };
+  }
   std::string body;
   std::pmr::memory_resource* memory;  ///< upstream of this request's arenas
   decode_cap cap;                     ///< between `doc` and `memory`
@@ -81,13 +94,6 @@ std::string base64_decode(std::string_view in) {
     }
   }
   return out;
-}
-
-// What a client is told when a call needs the session store and the store cannot be reached.
-fault store_fault(const std::string& why) {
-  return fault("Server.Session.Unavailable",
-               "the session store is unreachable (" + why +
-                   "); logins and calls that need one fail until it is back");
 }
 
 // A NetConnection call's fault: the object of its onStatus answer.
@@ -152,8 +158,8 @@ std::string seconds_text(std::chrono::steady_clock::duration d) {
 
 // The caller that messaging counts and binds a request's FlexClients to: its session if the
 // store knows it (a made-up cookie is no session), and its address.
-services::caller caller_of(const std::optional<services::session>& sess,
-                           std::string_view client_address) {
+messaging::caller caller_of(const std::optional<services::session>& sess,
+                            std::string_view client_address) {
   return {sess ? std::string_view(sess->id) : std::string_view(), address_of(client_address)};
 }
 
@@ -193,10 +199,12 @@ net::awaitable<amf::value> with_deadline(net::awaitable<amf::value> call,
 }  // namespace
 
 gateway::gateway(const config::gateway_config& cfg, services::registry& services,
-                 services::session_store& sessions, const services::authenticator& auth,
-                 worker_pool& workers, metrics& stats, std::shared_ptr<spdlog::logger> log)
+                 messaging::channel& channel, services::session_store& sessions,
+                 const services::authenticator& auth, worker_pool& workers, metrics& stats,
+                 std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg),
       services_(services),
+      channel_(channel),
       sessions_(sessions),
       auth_(auth),
       workers_(workers),
@@ -426,10 +434,7 @@ net::awaitable<bool> gateway::login(request_ptr rq, std::string_view user,
       co_await sessions_.async_remove(rq->sess->id);
       // A FlexClient bound to the session follows it to its new id.
       if (const std::string& client = fresh.flex_client_id; !client.empty()) {
-        auto& m = services_.messaging();
-        co_await m.load(client, caller_of(rq->sess, rq->ex.client_address));
-        m.rebind(client, rq->sess->id, fresh.id);
-        co_await m.save(client);
+        co_await channel_.rebind(client, caller_of(rq->sess, rq->ex.client_address), fresh.id);
       }
     }
   } catch (const services::store_unavailable& e) {
@@ -458,7 +463,7 @@ void gateway::check_access(request& rq, std::string_view service, std::string_vi
   if (rule == cfg_.access.end()) return;
   const auto& r = rule->second;
   if ((r.authenticated || !r.roles.empty()) && !rq.user) {
-    if (!rq.store_error.empty()) throw store_fault(rq.store_error);
+    if (!rq.store_error.empty()) throw services::session_store_fault(rq.store_error);
     if (const auto& no = rq.login_refused) {
       throw fault(no->code(),
                   std::string(no->what()).append("; ").append(full).append(" requires a login"),
@@ -493,7 +498,7 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
   ctx.user_session = rq->sess;
   ctx.user = rq->user ? &*rq->user : nullptr;
   ctx.logger = log_.get();
-  ctx.messaging = &services_.messaging();
+  ctx.publisher = &channel_.messages();
   ctx.executor = co_await net::this_coro::executor;
   // Read now: once cancelled, every co_await of this coroutine throws at once.
   const auto cancellation = co_await net::this_coro::cancellation_state;
@@ -552,7 +557,7 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
   const std::span<const amf::value> arguments = args;
   auto job = [keep, handler, result, arguments, service = ctx.service, method = ctx.method,
               session = ctx.user_session, user = keep->user, client = ctx.client_address,
-              executor = ctx.executor, deadline = ctx.deadline, messaging = ctx.messaging,
+              executor = ctx.executor, deadline = ctx.deadline, publisher = ctx.publisher,
               log = log_](const std::atomic<bool>& abandoned) {
     services::call_context c(service, method, *result);
     c.request = &keep->packet;
@@ -562,7 +567,7 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
     c.logger = log.get();
     c.executor = executor;
     c.deadline = deadline;
-    c.messaging = messaging;
+    c.publisher = publisher;
     c.abandon_flag = &abandoned;
     struct late_check {  // however the handler ends, say when nobody waits for it any more
       const std::atomic<bool>& gone;
@@ -641,8 +646,7 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
           ack.body = co_await flex_command(rq, *in, ack, small);
           break;
         case amf::flex::kind::async:
-          flex_client(*in);  // 10030 without a DSId, as BlazeDS
-          co_await services_.messaging().send(*in, rq->user ? &*rq->user : nullptr);
+          co_await channel_.send(*in, rq->user ? &*rq->user : nullptr);
           break;
         default:
           throw fault("Client.Message.Encoding",
@@ -663,6 +667,12 @@ net::awaitable<amf::value> gateway::flex_message(request_ptr rq, const amf::valu
 net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex::message& in,
                                                  amf::flex::message& ack, bool& small) {
   using op = amf::flex::operation;
+  if (messaging::channel::handles(in.command)) {
+    messaging::command_context cx{rq->doc, caller_of(rq->sess, rq->ex.client_address),
+                                  rq->user ? &*rq->user : nullptr, rq->packet.bodies.size() > 1,
+                                  *rq};
+    co_return co_await channel_.command(in, ack, small, cx);
+  }
   switch (static_cast<op>(in.command)) {
     case op::client_ping:
     case op::trigger_connect:
@@ -675,25 +685,6 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
     }
     case op::logout:
       co_return co_await flex_logout(rq);
-    case op::poll:
-      co_return co_await flex_poll(rq, in, ack, small);
-    case op::subscribe:
-    case op::unsubscribe:
-    case op::multi_subscribe:
-      co_await subscription(rq, in, ack);
-      co_return amf::value::null();
-    case op::disconnect: {
-      const amf::value dsid = in.header("DSId");
-      if (dsid.kind() == amf::type::string) {
-        const std::string_view client = dsid.as_string();
-        auto& m = services_.messaging();
-        const auto who = caller_of(rq->sess, rq->ex.client_address);
-        co_await load_owned(client, who);
-        m.disconnect(client, who);
-        co_await m.save(client);
-      }
-      co_return amf::value::null();
-    }
     case op::client_sync:
     case op::cluster_request:
     case op::subscription_invalidate:
@@ -702,167 +693,6 @@ net::awaitable<amf::value> gateway::flex_command(request_ptr rq, const amf::flex
       throw fault("Server.Processing",
                   "unknown CommandMessage operation " + std::to_string(in.command));
   }
-}
-
-std::string_view gateway::flex_client(const amf::flex::message& in) {
-  const amf::value h = in.header("DSId");
-  if (h.kind() != amf::type::string || h.as_string().empty() || h.as_string() == "nil") {
-    throw fault("Server.Processing",
-                "the message has no DSId header (10030): connect the channel (a ping) first");
-  }
-  return h.as_string();
-}
-
-namespace {
-
-std::string_view header_text(const amf::flex::message& m, std::string_view name) {
-  const amf::value h = m.header(name);
-  return h.kind() == amf::type::string ? h.as_string() : std::string_view();
-}
-
-// Views into the request: an array of 500 references to one string is not copied 500 times.
-std::vector<std::string_view> header_strings(const amf::flex::message& m, std::string_view name) {
-  std::vector<std::string_view> out;
-  const amf::value h = m.header(name);
-  if (const auto list = amf::as_list(h)) {
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      if ((*list)[i].kind() == amf::type::string) out.push_back((*list)[i].as_string());
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-net::awaitable<void> gateway::subscription(request_ptr rq, const amf::flex::message& in,
-                                           amf::flex::message& ack) {
-  using op = amf::flex::operation;
-  auto& m = services_.messaging();
-  const std::string_view client = flex_client(in);
-  const services::principal* user = rq->user ? &*rq->user : nullptr;
-  const auto who = caller_of(rq->sess, rq->ex.client_address);
-  co_await load_owned(client, who);
-  const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
-  switch (static_cast<op>(in.command)) {
-    case op::subscribe:
-      m.subscribe(client, id, in.destination, header_text(in, "DSSubtopic"),
-                  header_text(in, "DSSelector"), user, who);
-      break;
-    case op::unsubscribe:
-      m.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"), who);
-      break;
-    default:
-      m.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
-                        header_strings(in, "DSRemSub"), user, who);
-  }
-  co_await m.save(client);
-}
-
-net::awaitable<amf::value> gateway::flex_poll(request_ptr rq, const amf::flex::message& in,
-                                              amf::flex::message& reply, bool& small) {
-  auto& m = services_.messaging();
-  const auto& settings = m.settings();
-  const std::string_view client = flex_client(in);
-  // A general poll (no clientId) reads every subscription of the client and may park;
-  // Consumer.receive() names one and never parks (BlazeDS AbstractEndpoint).
-  const bool general = in.client_id.kind() != amf::type::string;
-  if (general) {
-    reply.correlation_id = {};
-    reply.client_id = amf::value::null();
-  }
-  // Messages (and DSNoOpPoll) come in a CLIENT_SYNC command, always in full form (BlazeDS:
-  // only POLL has a small form).
-  const auto client_sync = [&] {
-    reply.kind = amf::flex::kind::command;
-    reply.command = static_cast<std::int32_t>(amf::flex::operation::client_sync);
-    small = false;
-  };
-  using wake = services::messaging::wake;
-  const std::string_view subscription_id = general ? "" : in.client_id.as_string();
-  const auto who = caller_of(rq->sess, rq->ex.client_address);
-  co_await load_owned(client, who);
-  // A reply carries at most max_response_bytes, less room for the packet's other answers.
-  const std::size_t max_bytes = cfg_.limits.max_response_bytes -
-                                std::min<std::size_t>(cfg_.limits.max_response_bytes / 2, 64 << 10);
-  services::messaging::batch b = co_await m.async_poll(client, subscription_id, who, max_bytes);
-  // With long-polling on, the reply says when to poll next: at once (client_wait) after a
-  // poll that could park, later (busy_wait) after one that could not (in a batch, or past
-  // the limits).
-  const bool long_polling = general && settings.poll_wait.count() > 0;
-  const bool batched = rq->packet.bodies.size() > 1;
-  std::optional<std::chrono::milliseconds> poll_wait;
-  if (long_polling) poll_wait = batched ? settings.busy_wait : settings.client_wait;
-  if (long_polling && !batched && b.messages.empty() && b.lost.empty()) {
-    auto w = m.park(client, who, co_await net::this_coro::executor);
-    if (!w) poll_wait = settings.busy_wait;
-    if (w) {
-      rq->ex.waiting();  // a client that hangs up ends the wait
-      if (rq->ex.on_park) rq->ex.on_park(true);
-      struct unpark {
-        services::messaging& m;
-        std::shared_ptr<services::messaging::waiter> w;
-        exchange& ex;
-        ~unpark() {
-          m.unpark(w);
-          if (ex.on_park) ex.on_park(false);
-        }
-      } parked{m, w, rq->ex};
-      const auto started = std::chrono::steady_clock::now();
-      const auto until = started + settings.poll_wait;
-      bool released = false;
-      for (;;) {
-        const wake why = co_await w->wait_until(until);
-        if (why == wake::replaced) {
-          // Another poll of this client took over (or it disconnected): this reply is
-          // ignored, and no poll is scheduled from it (DSNoOpPoll).
-          client_sync();
-          amf::flex::set_header(rq->doc, reply, "DSNoOpPoll", amf::value::boolean(true));
-          released = true;
-          break;
-        }
-        const std::string_view all;  // a general poll: every subscription
-        b = co_await m.async_poll(client, all, who, max_bytes);
-        if (!b.messages.empty() || !b.lost.empty() || why == wake::drained ||
-            std::chrono::steady_clock::now() >= until) {
-          break;
-        }
-      }
-      rq->ex.parked_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-              .count();
-      if (released) co_return amf::value::null();
-    }
-  }
-  if (poll_wait) {
-    amf::flex::set_header(rq->doc, reply, "DSPollWait",
-                          amf::value::integer(static_cast<std::int32_t>(poll_wait->count())));
-  }
-  if (!b.lost.empty()) {
-    // amfgate's own header: what fell out of the destination's retention before this client
-    // read it, by subscription (clientId): count.
-    amf::object_node* lost = rq->doc.object();
-    for (const auto& [id, n] : b.lost) {
-      lost->dynamic.push_back({rq->doc.copy(id), amf::value::number(static_cast<double>(n))});
-    }
-    amf::flex::set_header(rq->doc, reply, "AMFGateMessagesLost", amf::value::of(lost));
-  }
-  if (b.messages.empty()) co_return amf::value::null();  // an empty acknowledgement
-  // Until the reply is written, what it carries is read again by a poll should it not be.
-  // (The executor is read first: GCC 12 copies a closure built within a co_await expression
-  // byte for byte, and the short strings in it then point into the wrong object.)
-  const auto executor = co_await net::this_coro::executor;
-  auto rewind = [before = std::move(rq->ex.unwritten), &m, executor, id = std::string(client),
-                 cursors = std::move(b.cursors)]() mutable {
-    if (before) before();
-    net::co_spawn(executor, m.rewind(std::move(id), std::move(cursors)), net::detached);
-  };
-  rq->ex.unwritten = std::move(rewind);
-  client_sync();
-  amf::array_node* messages = rq->doc.array(b.messages.size());
-  for (const auto& d : b.messages) {
-    messages->dense.push_back(services::messaging::message_for(rq->doc, d));
-  }
-  co_return amf::value::of(messages);
 }
 
 void gateway::client_headers(request& rq, const amf::flex::message& in, amf::flex::message& ack,
@@ -896,31 +726,6 @@ void gateway::client_headers(request& rq, const amf::flex::message& in, amf::fle
   }
 }
 
-net::awaitable<std::string> gateway::known_session(std::string_view id) {
-  if (id.empty()) co_return std::string();
-  std::optional<services::session> s;
-  try {
-    s = co_await sessions_.async_find(std::string(id));
-  } catch (const services::store_unavailable& e) {
-    throw store_fault(e.what());
-  }
-  co_return s ? s->id : std::string();
-}
-
-net::awaitable<void> gateway::check_owner(std::string_view client, std::string_view session) {
-  auto& m = services_.messaging();
-  const std::string owner = m.owner(client);
-  if (owner.empty() || owner == session) co_return;
-  if (!(co_await known_session(owner)).empty()) co_return;
-  m.end(client);  // its session ended, and its subscriptions with it
-  co_await m.save(client);
-}
-
-net::awaitable<void> gateway::load_owned(std::string_view client, services::caller who) {
-  co_await services_.messaging().load(client, who);
-  co_await check_owner(client, who.session);
-}
-
 net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::message& in) {
   const std::string cred = base64_decode(text(&in.body));
   const auto colon = cred.find(':');
@@ -937,7 +742,7 @@ net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::
                     services::quoted(rq->user->name) + "; log out first.");
   }
   if (!co_await authenticate(rq, user, password)) {
-    if (!rq->store_error.empty()) throw store_fault(rq->store_error);
+    if (!rq->store_error.empty()) throw services::session_store_fault(rq->store_error);
     throw rq->login_refused.value_or(fault("Client.Authentication", "Invalid login."));
   }
   co_return rq->doc.string("success");
@@ -949,21 +754,16 @@ net::awaitable<amf::value> gateway::flex_logout(request_ptr rq) {
 }
 
 net::awaitable<void> gateway::end_login(request_ptr rq) {
-  if (!rq->sess && !rq->store_error.empty()) throw store_fault(rq->store_error);
+  if (!rq->sess && !rq->store_error.empty()) throw services::session_store_fault(rq->store_error);
   if (rq->sess) {
     try {
       co_await sessions_.async_remove(rq->sess->id);
     } catch (const services::store_unavailable& e) {
-      throw store_fault(e.what());  // not ended everywhere: the client must know
+      throw services::session_store_fault(e.what());  // not ended everywhere: the client must know
     }
     // The subscriptions made under this login end with it.
     if (const std::string& client = rq->sess->flex_client_id; !client.empty()) {
-      auto& m = services_.messaging();
-      co_await m.load(client, caller_of(rq->sess, rq->ex.client_address));
-      if (m.owner(client) == rq->sess->id) {
-        m.end(client);
-        co_await m.save(client);
-      }
+      co_await channel_.logout(client, caller_of(rq->sess, rq->ex.client_address));
     }
     rq->sess.reset();
     rq->ex.session_ended = true;

@@ -36,7 +36,7 @@ void metrics::messages(std::uint64_t n, std::uint64_t faults) {
 }
 
 std::string metrics::render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
-                            const services::messaging::stats& messaging,
+                            const messaging::broker::stats& messaging,
                             std::size_t log_dropped) const {
   std::string out;
   auto sample = [&](std::string_view name, std::string_view labels, double v) {
@@ -109,7 +109,7 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
         static_cast<double>(messaging.parked));
   gauge("amfgate_messaging_open_streams", "Streams (StreamingAMFChannel) open now.",
         static_cast<double>(messaging.streams));
-  using destination = services::messaging::destination_stats;
+  using destination = messaging::broker::destination_stats;
   const auto per_destination = [&](std::string_view name, std::string_view type,
                                    std::string_view help, auto field) {
     family(name, type, help);

@@ -14,8 +14,7 @@
 
 namespace amfgate::server {
 
-using services::caller;
-using services::messaging;
+using messaging::broker;
 using services::store_unavailable;
 
 namespace net = boost::asio;
@@ -140,7 +139,7 @@ void redis_messaging::ping() {
   }(commands_));
 }
 
-void redis_messaging::start(net::any_io_executor ex, messaging& m) {
+void redis_messaging::start(net::any_io_executor ex, broker& m) {
   commands_.attach(ex);
   reader_.attach(ex);
   net::co_spawn(ex, read(m), [warn = warn_](std::exception_ptr e) {
@@ -152,7 +151,7 @@ void redis_messaging::start(net::any_io_executor ex, messaging& m) {
   });
 }
 
-net::awaitable<void> redis_messaging::append(std::shared_ptr<const messaging::stored> m) {
+net::awaitable<void> redis_messaging::append(std::shared_ptr<const broker::stored> m) {
   const auto d = cfg_.destinations.find(m->destination);
   const std::size_t max = d == cfg_.destinations.end() ? 1000 : d->second.max_messages;
   std::vector<std::string> args{"EVAL",
@@ -177,7 +176,7 @@ net::awaitable<void> redis_messaging::append(std::shared_ptr<const messaging::st
   co_await commands_.command(std::move(args));
 }
 
-void redis_messaging::post(std::shared_ptr<const messaging::stored> m) {
+void redis_messaging::post(std::shared_ptr<const broker::stored> m) {
   // Spawned on the connection's strand in the order given: sent in that order.
   net::co_spawn(commands_.strand(), append(std::move(m)), [warn = warn_](std::exception_ptr e) {
     try {
@@ -188,16 +187,15 @@ void redis_messaging::post(std::shared_ptr<const messaging::stored> m) {
   });
 }
 
-net::awaitable<std::vector<messaging::shared_subscription>> redis_messaging::load(
-    std::string client) {
+net::awaitable<std::vector<broker::shared_subscription>> redis_messaging::load(std::string client) {
   std::vector<std::string> args{"EVAL", load_script, "1", prefix_ + "client:" + client,
                                 std::to_string(cfg_.client_idle_timeout.count())};
   const auto r = co_await commands_.command(std::move(args));
   const auto f = fields(r);
-  std::vector<messaging::shared_subscription> out;
+  std::vector<broker::shared_subscription> out;
   for (const auto& [name, value] : f) {
     if (!name.starts_with("s:")) continue;
-    messaging::shared_subscription& s = out.emplace_back();
+    broker::shared_subscription& s = out.emplace_back();
     s.id = name.substr(2);
     try {
       const auto j = nlohmann::json::parse(value);
@@ -216,7 +214,7 @@ net::awaitable<std::vector<messaging::shared_subscription>> redis_messaging::loa
 }
 
 net::awaitable<void> redis_messaging::save(std::string client,
-                                           std::vector<messaging::shared_subscription> subs) {
+                                           std::vector<broker::shared_subscription> subs) {
   std::vector<std::string> args{"EVAL",
                                 save_script,
                                 "2",
@@ -248,7 +246,7 @@ net::awaitable<void> redis_messaging::advance(
 }
 
 net::awaitable<void> redis_messaging::rewind(std::string client,
-                                             std::vector<messaging::moved> cursors) {
+                                             std::vector<broker::moved> cursors) {
   std::vector<std::string> args{"EVAL", rewind_script, "1", prefix_ + "client:" + client};
   for (const auto& c : cursors) {
     args.push_back(c.subscription);
@@ -263,7 +261,7 @@ std::string redis_messaging::epoch() const {
   return epoch_;
 }
 
-net::awaitable<void> redis_messaging::read(messaging& m) {
+net::awaitable<void> redis_messaging::read(broker& m) {
   // Each log from its start (what is kept), the changes from now on.
   std::vector<std::string> keys, names, last;
   for (const auto& [name, d] : cfg_.destinations) {
@@ -337,9 +335,9 @@ net::awaitable<void> redis_messaging::read(messaging& m) {
           last.at(i) = e.elements.at(0).str;
           auto f = fields(e.elements.at(1));
           if (f.contains("carried")) continue;  // where the numbering was carried on
-          m.mirror(messaging::restore(names[i], sequence(last[i]), std::move(f["id"]),
-                                      std::move(f["s"]), std::move(f["b"]), std::move(f["h"]),
-                                      std::stod(f["t"]), std::stod(f["l"])));
+          m.mirror(broker::restore(names[i], sequence(last[i]), std::move(f["id"]),
+                                   std::move(f["s"]), std::move(f["b"]), std::move(f["h"]),
+                                   std::stod(f["t"]), std::stod(f["l"])));
         }
       }
     } catch (const std::exception& e) {

@@ -11,7 +11,6 @@
 #include "amfgate/services/quote.hpp"
 #include "log_sink.hpp"
 #include "request_target.hpp"
-#include "streaming.hpp"
 
 namespace amfgate::server {
 
@@ -33,13 +32,26 @@ std::string crossdomain_policy(const config::crossdomain_settings& c) {
   return xml + "</cross-domain-policy>\n";
 }
 
+// A Flex stream's frames as the body that the HTTP layer streams.
+class flex_stream final : public body_stream {
+ public:
+  explicit flex_stream(std::unique_ptr<messaging::stream> frames) : frames_(std::move(frames)) {}
+  net::awaitable<std::string> next() override { return frames_->next(); }
+  void unwritten() override { frames_->unwritten(); }
+
+ private:
+  std::unique_ptr<messaging::stream> frames_;
+};
+
 }  // namespace
 
-router::router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
-               const metrics& m, services::session_store& sessions, worker_pool& workers,
+router::router(const config::gateway_config& cfg, gateway& gw, messaging::channel& channel,
+               const services::registry& services, const metrics& m,
+               services::session_store& sessions, worker_pool& workers,
                std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg),
       gateway_(gw),
+      channel_(channel),
       metrics_(m),
       sessions_(sessions),
       workers_(workers),
@@ -240,7 +252,7 @@ net::awaitable<http_reply> router::metrics_page() {
   }
   http_reply r;
   r.content_type = "text/plain; version=0.0.4";
-  r.body = metrics_.render(count, workers_.snapshot(), gateway_.messaging().snapshot(),
+  r.body = metrics_.render(count, workers_.snapshot(), channel_.messages().snapshot(),
                            logging::dropped_lines());
   co_return r;
 }
@@ -263,22 +275,18 @@ net::awaitable<http_reply> router::stream_route(std::string_view command, http_r
     co_return refuse(400,
                      "no DSId=<FlexClient id> in the body: connect the channel (a ping) first");
   }
-  auto& messaging = gateway_.messaging();
-  std::shared_ptr<services::messaging::waiter> w;
+  std::unique_ptr<messaging::stream> frames;
   std::optional<services::fault> refused;
   try {
-    // Bound to a session, a FlexClient's stream is that session's only: as for a poll.
-    const std::string session = co_await gateway_.known_session(session_id(req));
-    const services::caller who{session, address_of(req.client)};
-    co_await gateway_.check_owner(dsid, session);
+    const auto session = session_id(req);
+    const auto address = address_of(req.client);
     if (command == "close") {
-      if (!messaging.close_stream(dsid, who)) {
-        co_return refuse(400, "this FlexClient has no stream open");
-      }
+      const bool closed = co_await channel_.close_stream(dsid, session, address);
+      if (!closed) co_return refuse(400, "this FlexClient has no stream open");
       r.body.clear();
       co_return r;
     }
-    w = messaging.open_stream(dsid, who, co_await net::this_coro::executor);
+    frames = co_await channel_.open_stream(dsid, session, address, req.user_agent);
   } catch (const services::fault& f) {
     refused = f;
   }
@@ -292,9 +300,7 @@ net::awaitable<http_reply> router::stream_route(std::string_view command, http_r
   r.content_type = "application/x-amf";
   r.headers.emplace_back("Cache-Control", "no-cache, no-store, must-revalidate");
   r.headers.emplace_back("Pragma", "no-cache");
-  r.stream = std::make_shared<message_stream>(
-      messaging, std::move(w), amf::flex::new_uuid(), kickstart_bytes(req.user_agent),
-      messaging.settings().stream_heartbeat, cfg_.limits.max_response_bytes);
+  r.stream = std::make_shared<flex_stream>(std::move(frames));
   co_return r;
 }
 

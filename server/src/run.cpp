@@ -116,7 +116,7 @@ std::unique_ptr<amfgate::services::session_store> make_session_store(
 // With messaging.store "redis" (or unset, with sessions in Redis), messaging is shared there:
 // every instance serves every poll. None (memory) otherwise. It must be destroyed before the I/O
 // threads it runs on.
-std::unique_ptr<amfgate::server::redis_messaging> make_messaging_share(
+std::unique_ptr<amfgate::server::redis_messaging> make_messaging_store(
     const amfgate::config::gateway_config& cfg, const std::shared_ptr<spdlog::logger>& log) {
   if (cfg.messaging_store() != "redis") return nullptr;
   auto share = std::make_unique<amfgate::server::redis_messaging>(
@@ -210,9 +210,11 @@ int run(int argc, char** argv, const setup& bind_services) {
 
   // The application's services are bound before anything starts, and under --check-config
   // too: their setup reads their own settings ("services"), whose errors count like ours.
+  // The message broker of Flex messaging, which services publish through.
+  amfgate::messaging::broker broker(cfg.messaging);
   amfgate::services::registry services;
   try {
-    services.configure_messaging(cfg.messaging);
+    services.publish_through(broker);
     amfgate::services::add_echo_service(services);
     if (bind_services) bind_services(services, cfg);
     if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
@@ -242,16 +244,17 @@ int run(int argc, char** argv, const setup& bind_services) {
     amfgate::server::http_server server(cfg, stats, log, access);
     const auto store = make_session_store(cfg.sessions, log, server.executor());
     auto& sessions = *store;
-    amfgate::server::gateway gw(cfg, services, sessions, auth, server.workers(), stats, log);
-    amfgate::server::router routes(cfg, gw, services, stats, sessions, server.workers(), log);
+    amfgate::messaging::channel flex(broker, sessions, cfg.limits.max_response_bytes);
+    amfgate::server::gateway gw(cfg, services, flex, sessions, auth, server.workers(), stats, log);
+    amfgate::server::router routes(cfg, gw, flex, services, stats, sessions, server.workers(), log);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
-    const auto share = make_messaging_share(cfg, log);
+    const auto share = make_messaging_store(cfg, log);
     struct unshare {
-      amfgate::services::messaging& m;
-      ~unshare() { m.share(nullptr); }
-    } unshared_at_exit{services.messaging()};
-    services.messaging().share(share.get());
-    services.messaging().start(server.executor());
+      amfgate::messaging::broker& b;
+      ~unshare() { b.share(nullptr); }
+    } unshared_at_exit{broker};
+    broker.share(share.get());
+    broker.start(server.executor());
     status = server.run(routes);
   } catch (const std::exception& e) {
     log->critical("cannot run: {}", e.what());

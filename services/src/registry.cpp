@@ -45,13 +45,18 @@ void argument_count(const call_context& ctx, std::size_t expected, std::size_t g
 
 }  // namespace detail
 
-registry::registry()
-    : classes_(amf::class_registry::builtin()),
-      messaging_(std::make_unique<services::messaging>()) {}
+registry::registry() : classes_(amf::class_registry::builtin()) {}
 
-void registry::configure_messaging(const config::messaging_settings& settings) {
-  if (frozen_) throw std::logic_error("cannot configure messaging: the registry is in use");
-  messaging_ = std::make_unique<services::messaging>(settings);
+services::publisher& registry::publisher() const {
+  if (!publisher_) {
+    throw std::logic_error("this registry has no publisher: the daemon gives its broker");
+  }
+  return *publisher_;
+}
+
+void registry::publish_through(services::publisher& p) {
+  if (frozen_) throw std::logic_error("cannot set the publisher: the registry is in use");
+  publisher_ = &p;
 }
 
 void registry::add(std::string_view service, std::string_view method_name, method m) {

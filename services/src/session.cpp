@@ -4,6 +4,12 @@
 
 namespace amfgate::services {
 
+fault session_store_fault(const std::string& why) {
+  return fault("Server.Session.Unavailable",
+               "the session store is unreachable (" + why +
+                   "); logins and calls that need one fail until it is back");
+}
+
 std::string random_id() {
   static thread_local std::random_device device;
   static constexpr char hex[] = "0123456789abcdef";

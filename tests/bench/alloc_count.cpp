@@ -153,7 +153,7 @@ std::string flex_post(amf::document& doc, amf::flex::message m, std::string_view
 
 // A Producer's message delivered to a Consumer whose poll had parked for it: the poll's
 // request and the publish's, both counted.
-double per_long_poll_delivery(std::uint16_t port, services::messaging& broker, int n) {
+double per_long_poll_delivery(std::uint16_t port, messaging::broker& broker, int n) {
   amf::document doc;
   const std::string consumer_id = amf::flex::new_uuid(), producer_id = amf::flex::new_uuid();
   amf::flex::message subscribe, poll, publish;
@@ -192,16 +192,18 @@ int main(int argc, char** argv) {
   auto sink = std::make_shared<logging::batched_sink>(devnull);
   auto log = std::make_shared<spdlog::logger>("amfgate", sink);
   auto access = std::make_shared<spdlog::logger>("access", sink);
+  messaging::broker broker(cfg.messaging);
   services::registry registry;
-  registry.configure_messaging(cfg.messaging);
+  registry.publish_through(broker);
   services::add_echo_service(registry);
   registry.freeze();
   services::memory_session_store sessions(cfg.sessions.max_sessions, cfg.sessions.idle_timeout);
   services::user_table users({});
   server::metrics stats;
   server::http_server http(cfg, stats, log, access);
-  server::gateway gw(cfg, registry, sessions, users, http.workers(), stats, log);
-  server::router routes(cfg, gw, registry, stats, sessions, http.workers(), log);
+  messaging::channel flex(broker, sessions, cfg.limits.max_response_bytes);
+  server::gateway gw(cfg, registry, flex, sessions, users, http.workers(), stats, log);
+  server::router routes(cfg, gw, flex, registry, stats, sessions, http.workers(), log);
   std::thread serving([&] { http.run(routes); });
   uncounted = true;
   while (http.port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -219,7 +221,7 @@ int main(int argc, char** argv) {
   connection c(http.port());
   const double per_amf0 = per_exchange([&] { c.exchange(amf0); }, n),
                per_flex = per_exchange([&] { c.exchange(flex); }, n),
-               per_push = per_long_poll_delivery(http.port(), registry.messaging(), n / 4);
+               per_push = per_long_poll_delivery(http.port(), broker, n / 4);
   std::printf(
       "heap allocations per request after warm-up, %d requests each: AMF0 echo %.2f (goal 0), "
       "Flex echo %.2f (goal <= 4); per message delivered to a long poll, its publish included, "

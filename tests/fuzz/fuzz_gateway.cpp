@@ -24,6 +24,22 @@ using namespace amfgate;
   std::abort();
 }
 
+config::gateway_config settings() {
+  config::gateway_config cfg;
+  cfg.debug = true;
+  cfg.small_messages = true;
+  cfg.limits.max_response_bytes = 1 << 20;
+  cfg.access["amfgate.Introspection"] = config::access_rule{true, {"admin"}};
+  // Sends to a destination with subtopics and subscriptions with selectors are reachable;
+  // polls never park (long-polling is off).
+  cfg.messaging.destinations["news"].allow_subtopics = true;
+  // Small bounds, so that inputs reach them.
+  cfg.messaging.max_header_bytes = 4096;
+  cfg.messaging.max_filters_per_subscription = 8;
+  cfg.limits.max_decoded_bytes = 8 << 20;
+  return cfg;
+}
+
 struct world {
   world()
       : sessions(64, std::chrono::minutes(1)),
@@ -33,30 +49,21 @@ struct world {
                 {"admin"}}}),
         log(std::make_shared<spdlog::logger>("fuzz",
                                              std::make_shared<spdlog::sinks::null_sink_mt>())) {
-    cfg.debug = true;
-    cfg.small_messages = true;
-    cfg.limits.max_response_bytes = 1 << 20;
-    cfg.access["amfgate.Introspection"] = config::access_rule{true, {"admin"}};
-    // Sends to a destination with subtopics and subscriptions with selectors are reachable;
-    // polls never park (long-polling is off).
-    cfg.messaging.destinations["news"].allow_subtopics = true;
-    // Small bounds, so that inputs reach them.
-    cfg.messaging.max_header_bytes = 4096;
-    cfg.messaging.max_filters_per_subscription = 8;
-    cfg.limits.max_decoded_bytes = 8 << 20;
-    registry.configure_messaging(cfg.messaging);
+    registry.publish_through(broker);
     services::add_echo_service(registry);
     services::add_introspection_service(registry);
     registry.freeze();
   }
-  config::gateway_config cfg;
+  config::gateway_config cfg = settings();
+  messaging::broker broker{cfg.messaging};
   services::registry registry;
   services::memory_session_store sessions;
+  messaging::channel channel{broker, sessions, cfg.limits.max_response_bytes};
   services::user_table users;
   server::worker_pool pool{2, 64};
   server::metrics stats;
   std::shared_ptr<spdlog::logger> log;
-  server::gateway gw{cfg, registry, sessions, users, pool, stats, log};
+  server::gateway gw{cfg, registry, channel, sessions, users, pool, stats, log};
 };
 
 }  // namespace

@@ -1,12 +1,12 @@
-// libFuzzer target: the message selector parser (services/selector.hpp). Any text either
+// libFuzzer target: the message selector parser (messaging/selector.hpp). Any text either
 // parses and evaluates against a message's headers, or is refused with a position inside it.
 #include <cstdio>
 #include <cstdlib>
 
-#include "amfgate/services/selector.hpp"
+#include "amfgate/messaging/selector.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace amfgate::services;
+  using namespace amfgate::messaging;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   static const selector_properties headers{{"operation", std::string("Bid")},
                                            {"price", 12.5},

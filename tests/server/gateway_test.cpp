@@ -50,7 +50,7 @@ class Gateway : public ::testing::Test {
   }
 
   gateway make_gateway() {
-    return gateway(cfg_, registry_, sessions_, users_, pool_, stats_, log_);
+    return gateway(cfg_, registry_, channel_, sessions_, users_, pool_, stats_, log_);
   }
 
   // Sends `body`, decodes the answer.
@@ -68,6 +68,8 @@ class Gateway : public ::testing::Test {
   config::gateway_config cfg_;
   services::registry registry_;
   services::memory_session_store sessions_;
+  messaging::broker broker_;
+  messaging::channel channel_{broker_, sessions_, cfg_.limits.max_response_bytes};
   services::user_table users_;
   worker_pool pool_{2, 16};
   metrics stats_;

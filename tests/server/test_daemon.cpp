@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "../../services/examples/ticker.hpp"
-#include "../../services/examples/user_service.hpp"
-#include "../../services/examples/waiting_services.hpp"
+#include "../../examples/services/ticker.hpp"
+#include "../../examples/services/user_service.hpp"
+#include "../../examples/services/waiting_services.hpp"
 #include "amfgate/run.hpp"
 
 namespace {
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
             execution::inline_);
         // A handler on the worker pool that publishes to Flex consumers.
         r.bind("Chat", "post", [](call_context& ctx, std::string room, std::string text) {
-          ctx.messaging->publish("chat", ctx.doc.string(text), "chat." + room,
+          ctx.publisher->publish("chat", ctx.doc.string(text), "chat." + room,
                                  {{"room", ctx.doc.string(room)}});
           return true;
         });

@@ -1,5 +1,5 @@
 // The README's example service, called as a client would call it.
-#include "../../services/examples/user_service.hpp"
+#include "../../examples/services/user_service.hpp"
 
 #include <gtest/gtest.h>
 

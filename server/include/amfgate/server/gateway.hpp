@@ -17,6 +17,7 @@
 
 #include "amf/flex.hpp"
 #include "amfgate/config.hpp"
+#include "amfgate/messaging/channel.hpp"
 #include "amfgate/server/budget.hpp"
 #include "amfgate/server/metrics.hpp"
 #include "amfgate/server/workers.hpp"
@@ -65,9 +66,11 @@ struct exchange {
 
 class gateway {
  public:
+  /// Flex messaging's commands and AsyncMessages go to `channel`.
   gateway(const config::gateway_config& cfg, services::registry& services,
-          services::session_store& sessions, const services::authenticator& auth,
-          worker_pool& workers, metrics& stats, std::shared_ptr<spdlog::logger> log);
+          messaging::channel& channel, services::session_store& sessions,
+          const services::authenticator& auth, worker_pool& workers, metrics& stats,
+          std::shared_ptr<spdlog::logger> log);
 
   /// Decodes `body`, runs every message, encodes the answers into `ex.body`. A body that
   /// does not decode is answered 400 with the codec's reason and byte offset; a request that
@@ -75,16 +78,6 @@ class gateway {
   /// `ex.retry_after`. Cancelling the coroutine (the client went away) cancels the call in
   /// progress and ends with `operation_aborted`. `ex` must outlive the coroutine.
   boost::asio::awaitable<void> handle(std::string body, exchange& ex);
-  /// Shutdown: parked polls answer now, and no poll parks any more.
-  void drain() { services_.messaging().drain(); }
-  services::messaging& messaging() { return services_.messaging(); }
-  /// `id` if the session store knows that session, else empty (a made-up or ended cookie).
-  boost::asio::awaitable<std::string> known_session(std::string_view id);
-  /// Before messaging acts on FlexClient `client` for a request with `session` (empty: none):
-  /// a FlexClient bound to another session that has ended (a logout, its idle timeout) ends
-  /// with it, so the caller finds it gone. One bound to a live session stays, and messaging
-  /// refuses the caller. Throws fault Server.Session.Unavailable if the store is unreachable.
-  boost::asio::awaitable<void> check_owner(std::string_view client, std::string_view session);
 
  private:
   struct request;
@@ -96,19 +89,6 @@ class gateway {
   boost::asio::awaitable<amf::value> flex_command(request_ptr rq, const amf::flex::message& in,
                                                   amf::flex::message& ack, bool& small);
   boost::asio::awaitable<amf::value> flex_login(request_ptr rq, const amf::flex::message& in);
-  /// POLL: the messages waiting (a CLIENT_SYNC command), or an empty acknowledgement; a
-  /// general poll parks while there are none, with long-polling on.
-  boost::asio::awaitable<amf::value> flex_poll(request_ptr rq, const amf::flex::message& in,
-                                               amf::flex::message& reply, bool& small);
-  /// SUBSCRIBE, UNSUBSCRIBE and MULTI_SUBSCRIBE.
-  boost::asio::awaitable<void> subscription(request_ptr rq, const amf::flex::message& in,
-                                            amf::flex::message& ack);
-  /// The FlexClient id (DSId) that messaging needs, a view into the request; fault 10030
-  /// without one.
-  static std::string_view flex_client(const amf::flex::message& in);
-  /// A Flex command's FlexClient, before messaging acts on it: read from the share (with
-  /// several instances: its subscriptions, and whom it is bound to), then check_owner.
-  boost::asio::awaitable<void> load_owned(std::string_view client, services::caller who);
   boost::asio::awaitable<amf::value> flex_logout(request_ptr rq);
   /// Logout: the session ends, and its FlexClient's subscriptions with it.
   boost::asio::awaitable<void> end_login(request_ptr rq);
@@ -141,6 +121,7 @@ class gateway {
 
   const config::gateway_config& cfg_;
   services::registry& services_;
+  messaging::channel& channel_;
   services::session_store& sessions_;
   const services::authenticator& auth_;
   worker_pool& workers_;

@@ -29,9 +29,9 @@ namespace amfgate::server {
 
 class router {
  public:
-  router(const config::gateway_config& cfg, gateway& gw, const services::registry& services,
-         const metrics& m, services::session_store& sessions, worker_pool& workers,
-         std::shared_ptr<spdlog::logger> log);
+  router(const config::gateway_config& cfg, gateway& gw, messaging::channel& channel,
+         const services::registry& services, const metrics& m, services::session_store& sessions,
+         worker_pool& workers, std::shared_ptr<spdlog::logger> log);
 
   /// Answers `req`: the coroutine, to run on the connection's executor (see gateway::handle),
   /// that answers it. May throw as it picks one.
@@ -39,7 +39,7 @@ class router {
   /// While draining, /healthz answers 503 so balancers stop sending.
   void set_draining() {
     draining_ = true;
-    gateway_.drain();
+    channel_.messages().drain();
   }
 
  private:
@@ -65,6 +65,7 @@ class router {
 
   const config::gateway_config& cfg_;
   gateway& gateway_;
+  messaging::channel& channel_;
   const metrics& metrics_;
   services::session_store& sessions_;
   worker_pool& workers_;

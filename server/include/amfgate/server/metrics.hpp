@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "amfgate/messaging/broker.hpp"
 #include "amfgate/server/workers.hpp"
-#include "amfgate/services/messaging.hpp"
 
 namespace amfgate::server {
 
@@ -31,8 +31,7 @@ class metrics {
   /// store cannot be reached; `pool`: the worker pool now; `messaging`: its destinations.
   /// `log_dropped`: log lines the full log queue dropped (spdlog's overrun counter).
   std::string render(std::optional<std::size_t> sessions, const worker_pool::stats& pool,
-                     const services::messaging::stats& messaging,
-                     std::size_t log_dropped = 0) const;
+                     const messaging::broker::stats& messaging, std::size_t log_dropped = 0) const;
 
  private:
   // Counters are sharded by thread so that I/O threads do not fight over cache lines;

@@ -22,12 +22,12 @@
 #include <mutex>
 #include <string>
 
+#include "amfgate/messaging/shared_store.hpp"
 #include "amfgate/server/redis_client.hpp"
-#include "amfgate/services/messaging.hpp"
 
 namespace amfgate::server {
 
-class redis_messaging : public services::messaging_share {
+class redis_messaging : public messaging::shared_store {
  public:
   /// `connection`: where Redis is (its key_prefix is not used); `warn` is told of what failed
   /// without a caller to tell (a publish from a service, the log reader).
@@ -36,16 +36,15 @@ class redis_messaging : public services::messaging_share {
   ~redis_messaging() override;
 
   /// Attaches the connections to `ex` and starts reading the logs into `m`.
-  void start(boost::asio::any_io_executor ex, services::messaging& m) override;
-  boost::asio::awaitable<void> append(
-      std::shared_ptr<const services::messaging::stored> m) override;
-  void post(std::shared_ptr<const services::messaging::stored> m) override;
-  boost::asio::awaitable<std::vector<services::messaging::shared_subscription>> load(
+  void start(boost::asio::any_io_executor ex, messaging::broker& m) override;
+  boost::asio::awaitable<void> append(std::shared_ptr<const messaging::broker::stored> m) override;
+  void post(std::shared_ptr<const messaging::broker::stored> m) override;
+  boost::asio::awaitable<std::vector<messaging::broker::shared_subscription>> load(
       std::string client) override;
   boost::asio::awaitable<void> save(
-      std::string client, std::vector<services::messaging::shared_subscription> subs) override;
+      std::string client, std::vector<messaging::broker::shared_subscription> subs) override;
   boost::asio::awaitable<void> rewind(std::string client,
-                                      std::vector<services::messaging::moved> cursors) override;
+                                      std::vector<messaging::broker::moved> cursors) override;
   boost::asio::awaitable<void> advance(
       std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) override;
 
@@ -53,7 +52,7 @@ class redis_messaging : public services::messaging_share {
   void ping();
 
  private:
-  boost::asio::awaitable<void> read(services::messaging& m);
+  boost::asio::awaitable<void> read(messaging::broker& m);
   /// The epoch the reader found (see read); empty before it looked.
   std::string epoch() const;
 

@@ -41,7 +41,7 @@
 #include "amf/value.hpp"
 #include "amfgate/services/auth.hpp"
 #include "amfgate/services/fault.hpp"
-#include "amfgate/services/messaging.hpp"
+#include "amfgate/services/publisher.hpp"
 #include "amfgate/services/session.hpp"
 
 namespace spdlog {
@@ -80,7 +80,7 @@ struct call_context {
   /// handler may poll `abandoned()` and stop early; its result is dropped either way.
   const std::atomic<bool>* abandon_flag = nullptr;
   /// Where the handler publishes messages to Flex consumers (never null in the daemon).
-  services::messaging* messaging = nullptr;
+  services::publisher* publisher = nullptr;
 
   /// The packet header `name`, or undefined.
   amf::value header(std::string_view name) const;
@@ -310,11 +310,11 @@ class registry {
   amf::class_registry& classes() { return classes_; }
   const amf::class_registry& classes() const { return classes_; }
 
-  /// Flex messaging: its destinations (`messaging` of the settings, given before the
-  /// services bind) and the publish API that handlers also find in call_context.
-  void configure_messaging(const config::messaging_settings& settings);
-  services::messaging& messaging() { return *messaging_; }
-  const services::messaging& messaging() const { return *messaging_; }
+  /// Where services publish to Flex consumers: the daemon's broker, given before the
+  /// services bind (the one handlers also find in call_context). Throws std::logic_error
+  /// when none was given (a registry of a test's own).
+  services::publisher& publisher() const;
+  void publish_through(services::publisher& p);
 
  private:
   template <class C, class M, class R, class... A>
@@ -327,7 +327,7 @@ class registry {
 
   std::map<std::string, std::map<std::string, method, std::less<>>, std::less<>> services_;
   amf::class_registry classes_;
-  std::unique_ptr<services::messaging> messaging_;
+  services::publisher* publisher_ = nullptr;
   bool frozen_ = false;
 };
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "amfgate/services/auth.hpp"
+#include "amfgate/services/fault.hpp"
 
 namespace amfgate::services {
 
@@ -29,6 +30,10 @@ class store_unavailable : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// What a client is told when a call needs the session store and the store cannot be reached
+/// (`why`): Server.Session.Unavailable.
+fault session_store_fault(const std::string& why);
 
 /// Sessions by id. Sessions are values: `find` returns a copy, `save` writes one back.
 /// A store on the network throws `store_unavailable` from any call when it cannot answer.

@@ -1,6 +1,7 @@
-// Flex messaging: destinations that Producers and C++ code publish to and Consumers
-// subscribe to (docs/wire.md, docs/messaging.md; BlazeDS's MessageService with its
-// ActionScriptAdapter).
+// The message broker of Flex messaging: destinations that Producers and C++ code publish to
+// and Consumers subscribe to (docs/wire.md, docs/messaging.md; BlazeDS's MessageService with
+// its ActionScriptAdapter). The daemon's run() owns one; services see it as their
+// services::publisher, and the Flex channel (channel.hpp) drives it for the clients.
 //
 // A destination is a log: it keeps its recent messages in order, within its retention bound
 // (count and bytes). A subscription is a cursor into it: a poll reads on from where its
@@ -8,18 +9,11 @@
 // moves the cursor. So memory is bounded by retention, not by how slow a consumer is, and a
 // consumer that fell behind what is kept is told how many messages it lost.
 //
-// Services publish through `messaging` (registry::messaging(), call_context::messaging):
-//
-//   r.messaging().on_start([&m = r.messaging()](boost::asio::any_io_executor ex) {
-//     boost::asio::co_spawn(ex, ticker(m), boost::asio::detached);
-//   });
-//   m.publish("prices", doc.string("IBM 142.10"), "stocks.ibm", {{"symbol", doc.string("IBM")}});
-//
 // Everything here is thread-safe.
 //
-// Several instances share destinations and subscriptions through a `messaging_share` (Redis:
+// Several instances share destinations and subscriptions through a `shared_store` (Redis:
 // amfgate/server/redis_messaging.hpp): a destination's log is then the shared one, which every
-// instance mirrors, and a FlexClient's subscriptions with their cursors live in the share, read
+// instance mirrors, and a FlexClient's subscriptions with their cursors live in the store, read
 // before and written after each exchange, so that any instance can serve any poll.
 #pragma once
 
@@ -43,27 +37,19 @@
 
 #include "amf/value.hpp"
 #include "amfgate/config.hpp"
+#include "amfgate/messaging/selector.hpp"
+#include "amfgate/messaging/subtopic.hpp"
 #include "amfgate/services/auth.hpp"
 #include "amfgate/services/fault.hpp"
-#include "amfgate/services/selector.hpp"
+#include "amfgate/services/publisher.hpp"
 
 namespace amf::flex {
 struct message;
 }
 
-namespace amfgate::services {
+namespace amfgate::messaging {
 
-/// A subtopic pattern checked against a destination's rules: 10553 when the destination
-/// allows none, 10554 for an empty token or a `*` inside one, 10560 (subscribe) or 10556
-/// (send) for a wildcard where none is allowed.
-void check_subtopic(const config::destination_settings& d, std::string_view subtopic, bool sending);
-/// Whether a subscription's subtopic (with `*` tokens) selects a message's: token by token,
-/// `*` any one token, a trailing `*` any number of deeper ones too (`a.*` selects `a.b.c`,
-/// not `a`).
-bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
-                      std::string_view separator);
-
-class messaging_share;
+class shared_store;
 
 /// Who makes a messaging request: the HTTP session it carries (empty: none, or one the
 /// store does not know) and its client address. A FlexClient used with a session is bound to
@@ -74,10 +60,8 @@ struct caller {
   std::string_view session, address;
 };
 
-class messaging {
+class broker final : public services::publisher {
  public:
-  using header = std::pair<std::string, amf::value>;
-
   /// A message as a destination keeps it: owned, read by any number of subscriptions.
   struct stored {
     std::uint64_t index = 0;  ///< in its destination's log
@@ -154,32 +138,26 @@ class messaging {
     std::vector<destination_stats> destinations;
   };
 
-  explicit messaging(config::messaging_settings settings = {});
-  ~messaging();
-  messaging(const messaging&) = delete;
-  messaging& operator=(const messaging&) = delete;
+  explicit broker(config::messaging_settings settings = {});
+  ~broker() override;
+  broker(const broker&) = delete;
+  broker& operator=(const broker&) = delete;
 
   const config::messaging_settings& settings() const noexcept { return cfg_; }
 
-  // --- for services ---
-
-  /// Publishes `body` (copied before this returns) to the consumers of `destination` whose
-  /// subtopic and selector select it; `headers` are what selectors see. Throws `fault` for
-  /// an unknown destination or a subtopic it does not allow. Never blocks on a consumer.
+  // services::publisher
   void publish(std::string_view destination, const amf::value& body, std::string_view subtopic = {},
-               const std::vector<header>& headers = {});
-  /// Runs `task` on the daemon's I/O executor when it starts serving (a timer that
-  /// publishes); tasks given after the start run at once.
-  void on_start(std::function<void(boost::asio::any_io_executor)> task);
+               const std::vector<header>& headers = {}) override;
+  void on_start(std::function<void(boost::asio::any_io_executor)> task) override;
 
-  // --- for the daemon and the gateway ---
+  // --- for the daemon and the channel ---
 
   /// Shares destinations and subscriptions with other instances through `share`, which
   /// outlives its use here (null: no more). Before `start`.
-  void share(messaging_share* share);
+  void share(shared_store* share);
   void start(boost::asio::any_io_executor executor);
   /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
-  boost::asio::awaitable<void> send(const amf::flex::message& m, const principal* user);
+  boost::asio::awaitable<void> send(const amf::flex::message& m, const services::principal* user);
   // Each call below that names a FlexClient for a `caller` throws Client.Authorization when
   // the FlexClient is bound to another session (`owner` says which), and Server.Processing
   // for an id longer than max_id_bytes or past the caller's quotas.
@@ -187,7 +165,8 @@ class messaging {
   /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`.
   void subscribe(std::string_view client, std::string_view subscription,
                  std::string_view destination, std::string_view subtopic,
-                 std::string_view selector_text, const principal* user, const caller& who);
+                 std::string_view selector_text, const services::principal* user,
+                 const caller& who);
   /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one.
   void unsubscribe(std::string_view client, std::string_view subscription,
                    std::string_view subtopic, std::string_view selector_text, const caller& who);
@@ -195,7 +174,7 @@ class messaging {
   /// at most max_filters_per_subscription of each.
   void multi_subscribe(std::string_view client, std::string_view subscription,
                        std::string_view destination, std::span<const std::string_view> add,
-                       std::span<const std::string_view> remove, const principal* user,
+                       std::span<const std::string_view> remove, const services::principal* user,
                        const caller& who);
   /// DISCONNECT by the client: as `end`, for its own caller only.
   void disconnect(std::string_view client, const caller& who);
@@ -287,7 +266,7 @@ class messaging {
   using woken = std::vector<std::shared_ptr<waiter>>;
 
   destination& find(std::string_view name);
-  void check(const std::optional<config::access_rule>& rule, const principal* user,
+  void check(const std::optional<config::access_rule>& rule, const services::principal* user,
              std::string_view what, std::string_view where) const;
   /// Appends `m` to the log of `d`, under the mutex: the waiters it is for, to be woken
   /// once the mutex is released (wake_all).
@@ -350,34 +329,7 @@ class messaging {
   std::chrono::steady_clock::time_point next_sweep_;
   std::vector<std::function<void(boost::asio::any_io_executor)>> start_tasks_;
   std::optional<boost::asio::any_io_executor> executor_;
-  messaging_share* share_ = nullptr;
+  shared_store* share_ = nullptr;
 };
 
-/// Where several instances share destinations and subscriptions. Calls throw
-/// store_unavailable when it cannot be reached.
-class messaging_share {
- public:
-  virtual ~messaging_share() = default;
-  /// Reads every destination's shared log into `m` (messaging::mirror), from what is kept,
-  /// and the notices of subscriptions changed elsewhere (messaging::changed), on `ex`.
-  virtual void start(boost::asio::any_io_executor ex, messaging& m) = 0;
-  /// Appends `m` to its destination's shared log, which numbers it.
-  virtual boost::asio::awaitable<void> append(std::shared_ptr<const messaging::stored> m) = 0;
-  /// `append` from any thread, without waiting; the messages keep the order given.
-  virtual void post(std::shared_ptr<const messaging::stored> m) = 0;
-  /// The subscriptions of `client` (and its idle expiry renewed).
-  virtual boost::asio::awaitable<std::vector<messaging::shared_subscription>> load(
-      std::string client) = 0;
-  /// Replaces the subscriptions of `client` (a kept one keeps its cursor) and tells the
-  /// other instances.
-  virtual boost::asio::awaitable<void> save(std::string client,
-                                            std::vector<messaging::shared_subscription> subs) = 0;
-  /// Moves the cursors of subscriptions of `client` that still exist forward, never back.
-  virtual boost::asio::awaitable<void> advance(
-      std::string client, std::vector<std::pair<std::string, std::uint64_t>> cursors) = 0;
-  /// Moves each cursor back to `from` where it is still at `to`.
-  virtual boost::asio::awaitable<void> rewind(std::string client,
-                                              std::vector<messaging::moved> cursors) = 0;
-};
-
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging

@@ -3,7 +3,7 @@
 //   "services": {"Ticker": {"destination": "ticks", "interval_ms": 1000}}
 //
 // publishes {sequence, time} to the messaging destination every interval, from a timer on the
-// daemon's I/O executor (messaging::on_start); `Ticker.published()` answers how many so far.
+// daemon's I/O executor (publisher::on_start); `Ticker.published()` answers how many so far.
 // The test daemon (tests/server/test_daemon.cpp) binds it; docs/messaging.md shows it.
 #pragma once
 
@@ -24,7 +24,7 @@
 
 namespace examples {
 
-inline boost::asio::awaitable<void> tick(amfgate::services::messaging& m, std::string destination,
+inline boost::asio::awaitable<void> tick(amfgate::services::publisher& p, std::string destination,
                                          std::chrono::milliseconds every,
                                          std::shared_ptr<std::atomic<std::int64_t>> published) {
   namespace net = boost::asio;
@@ -39,7 +39,7 @@ inline boost::asio::awaitable<void> tick(amfgate::services::messaging& m, std::s
     amf::object_node* o = doc.object();
     o->dynamic.push_back({"sequence", amf::value::number(static_cast<double>(sequence))});
     o->dynamic.push_back({"time", doc.date(amf::flex::now_ms())});
-    m.publish(destination, amf::value::of(o));
+    p.publish(destination, amf::value::of(o));
   }
 }
 
@@ -57,9 +57,9 @@ inline void add_ticker(amfgate::services::registry& r, const amfgate::config::ga
   }
   s.check();
   auto published = std::make_shared<std::atomic<std::int64_t>>(0);
-  amfgate::services::messaging& m = r.messaging();
-  m.on_start([&m, destination, every, published](net::any_io_executor ex) {
-    net::co_spawn(ex, tick(m, destination, every, published), net::detached);
+  amfgate::services::publisher& p = r.publisher();
+  p.on_start([&p, destination, every, published](net::any_io_executor ex) {
+    net::co_spawn(ex, tick(p, destination, every, published), net::detached);
   });
   r.bind(
       "Ticker", "published", [published] { return static_cast<double>(published->load()); },

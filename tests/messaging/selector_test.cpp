@@ -1,8 +1,8 @@
-#include "amfgate/services/selector.hpp"
+#include "amfgate/messaging/selector.hpp"
 
 #include <gtest/gtest.h>
 
-namespace amfgate::services {
+namespace amfgate::messaging {
 namespace {
 
 const selector_properties headers{
@@ -105,4 +105,4 @@ TEST(Selector, HostileTextIsBounded) {
 }
 
 }  // namespace
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <variant>
 
-namespace amfgate::services {
+namespace amfgate::messaging {
 
 /// A header value as a selector sees it.
 using selector_value = std::variant<std::monostate, bool, double, std::string>;
@@ -57,4 +57,4 @@ class selector {
   std::unique_ptr<node> root_;  ///< null: everything
 };
 
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging

@@ -1,4 +1,4 @@
-#include "amfgate/services/selector.hpp"
+#include "amfgate/messaging/selector.hpp"
 
 #include <array>
 #include <bit>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace amfgate::services {
+namespace amfgate::messaging {
 
 selector_error::selector_error(const std::string& reason, std::size_t position)
     : std::runtime_error(reason + " at position " + std::to_string(position)),
@@ -599,4 +599,4 @@ bool selector::matches(const selector_properties& headers) const {
   return truth(v) && *truth(v);
 }
 
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging

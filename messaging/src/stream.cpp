@@ -1,4 +1,4 @@
-#include "streaming.hpp"
+#include "amfgate/messaging/stream.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -7,10 +7,10 @@
 #include "amf/encode.hpp"
 #include "amf/flex.hpp"
 
-namespace amfgate::server {
+namespace amfgate::messaging {
 
 namespace net = boost::asio;
-using wake = services::messaging::wake;
+using wake = broker::wake;
 
 namespace {
 
@@ -40,29 +40,27 @@ std::size_t kickstart_bytes(std::string_view ua) {
   return 0;
 }
 
-message_stream::message_stream(services::messaging& m,
-                               std::shared_ptr<services::messaging::waiter> w,
-                               std::string stream_id, std::size_t kickstart,
-                               std::chrono::milliseconds heartbeat, std::size_t max_bytes)
-    : messaging_(m),
+stream::stream(broker& b, std::shared_ptr<broker::waiter> w, std::string stream_id,
+               std::size_t kickstart, std::chrono::milliseconds heartbeat, std::size_t max_bytes)
+    : broker_(b),
       waiter_(std::move(w)),
       stream_id_(std::move(stream_id)),
       kickstart_(kickstart),
       heartbeat_(heartbeat),
       max_bytes_(max_bytes) {}
 
-message_stream::~message_stream() {
-  messaging_.unpark(waiter_);
+stream::~stream() {
+  broker_.unpark(waiter_);
 }
 
-void message_stream::unwritten() {
+void stream::unwritten() {
   if (last_.empty()) return;
   net::co_spawn(waiter_->timer.get_executor(),
-                messaging_.rewind(waiter_->flex_client, std::move(last_)), net::detached);
+                broker_.rewind(waiter_->flex_client, std::move(last_)), net::detached);
   last_.clear();
 }
 
-net::awaitable<std::string> message_stream::next() {
+net::awaitable<std::string> stream::next() {
   std::string out;
   last_.clear();
   if (done_) co_return out;
@@ -107,20 +105,20 @@ net::awaitable<std::string> message_stream::next() {
   }
 }
 
-net::awaitable<void> message_stream::read(std::string& out, amf::document& doc) {
-  services::messaging::batch b;
+net::awaitable<void> stream::read(std::string& out, amf::document& doc) {
+  broker::batch b;
   try {
     const std::string_view all;  // every subscription
-    b = co_await messaging_.async_poll(waiter_->flex_client, all,
-                                       {waiter_->session, waiter_->address}, max_bytes_);
+    b = co_await broker_.async_poll(waiter_->flex_client, all, {waiter_->session, waiter_->address},
+                                    max_bytes_);
   } catch (const services::fault&) {
     // No subscriptions yet (a stream opens when its channel connects, before them), or the
     // share cannot be reached for now: the next wake or heartbeat reads again.
   }
   for (const auto& d : b.messages) {
-    append_message(out, services::messaging::message_for(doc, d));
+    append_message(out, broker::message_for(doc, d));
   }
   last_.insert(last_.end(), b.cursors.begin(), b.cursors.end());
 }
 
-}  // namespace amfgate::server
+}  // namespace amfgate::messaging

@@ -1,4 +1,4 @@
-#include "amfgate/services/messaging.hpp"
+#include "amfgate/messaging/broker.hpp"
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
@@ -13,10 +13,17 @@
 #include "amf/decode.hpp"
 #include "amf/encode.hpp"
 #include "amf/flex.hpp"
+#include "amfgate/messaging/shared_store.hpp"
+#include "amfgate/messaging/subtopic.hpp"
 #include "amfgate/services/quote.hpp"
 #include "amfgate/services/session.hpp"
 
-namespace amfgate::services {
+namespace amfgate::messaging {
+
+using services::fault;
+using services::principal;
+using services::quoted;
+using services::store_unavailable;
 
 namespace {
 
@@ -24,16 +31,6 @@ using clock = std::chrono::steady_clock;
 
 fault not_subscribed(std::string_view what) {
   return fault("Server.Processing.NotSubscribed", std::string(what));
-}
-
-std::vector<std::string_view> tokens(std::string_view s, std::string_view separator) {
-  std::vector<std::string_view> out;
-  for (;;) {
-    const auto at = s.find(separator);
-    out.push_back(s.substr(0, at));
-    if (at == std::string_view::npos) return out;
-    s.remove_prefix(at + separator.size());
-  }
 }
 
 // Headers that stay with the sender: its FlexClient, its channel, its credentials.
@@ -94,48 +91,7 @@ fault over_quota(const char* key, std::size_t max, const char* what) {
 
 }  // namespace
 
-void check_subtopic(const config::destination_settings& d, std::string_view subtopic,
-                    bool sending) {
-  if (!d.allow_subtopics) {
-    throw fault("Server.Processing",
-                "this destination does not allow subtopics (10553): " + quoted(subtopic));
-  }
-  bool wildcard = false;
-  for (const auto t : tokens(subtopic, d.subtopic_separator)) {
-    if (t.empty() || (t != "*" && t.find('*') != std::string_view::npos)) {
-      throw fault("Server.Processing",
-                  "invalid subtopic " + quoted(subtopic) +
-                      " (10554): tokens must not be empty, and * must be a whole token");
-    }
-    wildcard |= t == "*";
-  }
-  if (wildcard && sending) {
-    throw fault("Server.Processing",
-                "a message cannot be sent to a wildcard subtopic (10556): " + quoted(subtopic));
-  }
-  if (wildcard && d.disallow_wildcard_subtopics) {
-    throw fault("Server.Processing",
-                "this destination does not allow wildcard subtopics (10560): " + quoted(subtopic));
-  }
-}
-
-bool subtopic_matches(std::string_view pattern, std::string_view subtopic,
-                      std::string_view separator) {
-  if (pattern.find('*') == std::string_view::npos) return pattern == subtopic;
-  if (pattern == "*") return true;
-  const auto p = tokens(pattern, separator), s = tokens(subtopic, separator);
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    if (i == s.size()) return false;  // `a.*` does not select `a`
-    if (p[i] == "*") {
-      if (i + 1 == p.size()) return true;  // a trailing * selects deeper levels too
-      continue;
-    }
-    if (p[i] != s[i]) return false;
-  }
-  return p.size() == s.size();
-}
-
-struct messaging::destination {
+struct broker::destination {
   std::string name;
   config::destination_settings cfg;
   std::deque<std::shared_ptr<const stored>> log;
@@ -147,7 +103,7 @@ struct messaging::destination {
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
 
-messaging::messaging(config::messaging_settings settings) : cfg_(std::move(settings)) {
+broker::broker(config::messaging_settings settings) : cfg_(std::move(settings)) {
   for (const auto& [name, d] : cfg_.destinations) {
     auto dest = std::make_unique<destination>();
     dest->name = name;
@@ -156,9 +112,9 @@ messaging::messaging(config::messaging_settings settings) : cfg_(std::move(setti
   }
 }
 
-messaging::~messaging() = default;
+broker::~broker() = default;
 
-messaging::destination& messaging::find(std::string_view name) {
+broker::destination& broker::find(std::string_view name) {
   const auto it = destinations_.find(name);
   if (it == destinations_.end()) {
     throw fault("Server.Processing",
@@ -167,8 +123,8 @@ messaging::destination& messaging::find(std::string_view name) {
   return *it->second;
 }
 
-void messaging::check(const std::optional<config::access_rule>& rule, const principal* user,
-                      std::string_view what, std::string_view where) const {
+void broker::check(const std::optional<config::access_rule>& rule, const principal* user,
+                   std::string_view what, std::string_view where) const {
   if (!rule) return;
   if ((rule->authenticated || !rule->roles.empty()) && !user) {
     throw fault("Client.Authentication",
@@ -203,14 +159,14 @@ void check_headers(const amf::object_node& h, std::size_t max) {
 }
 
 // The selector properties of a message: its headers.
-void read_properties(messaging::stored& m, const amf::value& headers) {
+void read_properties(broker::stored& m, const amf::value& headers) {
   if (const amf::object_node* h = headers.as_object()) {
     for (const auto& [name, v] : h->dynamic) m.properties[std::string(name)] = property(v);
     m.property_bytes = header_bytes(*h);
   }
 }
 
-void set_expiry(messaging::stored& m) {
+void set_expiry(broker::stored& m) {
   // A client sends any double: NaN, infinity and lives past a century (1e16, 1e300) keep the
   // message for as long as retention does, and a time already past expires it now. Only
   // then is the rest converted: a double out of an integer's range would be undefined.
@@ -224,9 +180,9 @@ void set_expiry(messaging::stored& m) {
 
 // A message as a destination keeps it: the body and headers as AMF3, the headers a selector
 // reads, the expiry.
-std::shared_ptr<messaging::stored> store(std::string_view destination, const amf::value& body,
-                                         const amf::value& headers, double time_to_live) {
-  auto m = std::make_shared<messaging::stored>();
+std::shared_ptr<broker::stored> store(std::string_view destination, const amf::value& body,
+                                      const amf::value& headers, double time_to_live) {
+  auto m = std::make_shared<broker::stored>();
   m->destination = destination;
   amf::encode_amf3(body, m->body);
   if (const amf::object_node* h = headers.as_object(); h && !h->dynamic.empty()) {
@@ -247,8 +203,8 @@ fault unavailable(const store_unavailable& e) {
 
 }  // namespace
 
-void messaging::publish(std::string_view destination_name, const amf::value& body,
-                        std::string_view subtopic, const std::vector<header>& headers) {
+void broker::publish(std::string_view destination_name, const amf::value& body,
+                     std::string_view subtopic, const std::vector<header>& headers) {
   destination& d = find(destination_name);
   if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, true);
   amf::document doc;
@@ -264,7 +220,7 @@ void messaging::publish(std::string_view destination_name, const amf::value& bod
   append_and_wake(d, std::move(m));
 }
 
-boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const principal* user) {
+boost::asio::awaitable<void> broker::send(const amf::flex::message& in, const principal* user) {
   destination& d = find(in.destination);
   check(d.cfg.send, user, "send to", d.name);
   amf::document doc;
@@ -304,10 +260,10 @@ boost::asio::awaitable<void> messaging::send(const amf::flex::message& in, const
   append_and_wake(d, std::move(m));
 }
 
-std::shared_ptr<messaging::stored> messaging::restore(std::string destination, std::uint64_t index,
-                                                      std::string message_id, std::string subtopic,
-                                                      std::string body, std::string headers,
-                                                      double timestamp, double time_to_live) {
+std::shared_ptr<broker::stored> broker::restore(std::string destination, std::uint64_t index,
+                                                std::string message_id, std::string subtopic,
+                                                std::string body, std::string headers,
+                                                double timestamp, double time_to_live) {
   auto m = std::make_shared<stored>();
   m->destination = std::move(destination);
   m->index = index;
@@ -325,7 +281,7 @@ std::shared_ptr<messaging::stored> messaging::restore(std::string destination, s
   return m;
 }
 
-void messaging::mirror(std::shared_ptr<stored> m) {
+void broker::mirror(std::shared_ptr<stored> m) {
   const auto it = destinations_.find(m->destination);
   if (it == destinations_.end()) return;  // a destination configured elsewhere only
   destination& d = *it->second;
@@ -337,7 +293,7 @@ void messaging::mirror(std::shared_ptr<stored> m) {
   wake_all(waiters);
 }
 
-void messaging::changed(std::string_view client_id) {
+void broker::changed(std::string_view client_id) {
   const std::lock_guard lock(mutex_);
   const auto c = clients_.find(client_id);
   if (c == clients_.end()) return;
@@ -345,18 +301,18 @@ void messaging::changed(std::string_view client_id) {
   if (c->second.stream) wake_up(c->second.stream, wake::message);
 }
 
-void messaging::share(messaging_share* share) {
+void broker::share(shared_store* share) {
   share_ = share;
 }
 
-void messaging::append_and_wake(destination& d, std::shared_ptr<stored> m) {
+void broker::append_and_wake(destination& d, std::shared_ptr<stored> m) {
   std::unique_lock lock(mutex_);
   const woken waiters = append(d, std::move(m));
   lock.unlock();
   wake_all(waiters);
 }
 
-messaging::woken messaging::append(destination& d, std::shared_ptr<stored> m) {
+broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
   m->index = d.next_index++;
   m->order = ++order_;
   d.bytes += m->bytes();
@@ -384,7 +340,7 @@ messaging::woken messaging::append(destination& d, std::shared_ptr<stored> m) {
   return out;
 }
 
-bool messaging::selects(const subscription& s, const stored& m) {
+bool broker::selects(const subscription& s, const stored& m) {
   const auto& separator = s.dest->cfg.subtopic_separator;
   return std::any_of(s.filters.begin(), s.filters.end(), [&](const filter& f) {
     // With no subtopic, a subscription receives only messages without one, and the reverse.
@@ -394,12 +350,11 @@ bool messaging::selects(const subscription& s, const stored& m) {
   });
 }
 
-messaging::held_by_caller& messaging::quota_of(const std::string& key) {
+broker::held_by_caller& broker::quota_of(const std::string& key) {
   return per_caller_[key];
 }
 
-void messaging::release_quota(const std::string& key, std::size_t clients,
-                              std::size_t subscriptions) {
+void broker::release_quota(const std::string& key, std::size_t clients, std::size_t subscriptions) {
   const auto it = per_caller_.find(key);
   if (it == per_caller_.end()) return;
   it->second.clients -= std::min(clients, it->second.clients);
@@ -407,7 +362,7 @@ void messaging::release_quota(const std::string& key, std::size_t clients,
   if (it->second.clients == 0 && it->second.subscriptions == 0) per_caller_.erase(it);
 }
 
-messaging::client* messaging::find_client(std::string_view id, const caller& who) {
+broker::client* broker::find_client(std::string_view id, const caller& who) {
   const auto it = clients_.find(id);
   if (it == clients_.end()) return nullptr;
   client& c = it->second;
@@ -420,7 +375,7 @@ messaging::client* messaging::find_client(std::string_view id, const caller& who
   return &c;
 }
 
-void messaging::bind(client& c, std::string_view session) {
+void broker::bind(client& c, std::string_view session) {
   release_quota(c.quota, 1, c.subscriptions.size());
   c.owner = session;
   c.quota = c.owner;
@@ -429,8 +384,7 @@ void messaging::bind(client& c, std::string_view session) {
   q.subscriptions += c.subscriptions.size();
 }
 
-messaging::client& messaging::add_client(std::string_view id, std::string_view owner,
-                                         std::string quota) {
+broker::client& broker::add_client(std::string_view id, std::string_view owner, std::string quota) {
   ++quota_of(quota).clients;
   client& c = clients_.emplace(std::string(id), client{}).first->second;
   c.owner = owner;
@@ -439,7 +393,7 @@ messaging::client& messaging::add_client(std::string_view id, std::string_view o
   return c;
 }
 
-messaging::client& messaging::claim(std::string_view id, const caller& who) {
+broker::client& broker::claim(std::string_view id, const caller& who) {
   check_id(id, cfg_.max_id_bytes, "DSId");
   if (client* c = find_client(id, who)) return *c;
   std::string key = quota_key(who);
@@ -452,7 +406,7 @@ messaging::client& messaging::claim(std::string_view id, const caller& who) {
   return add_client(id, who.session, std::move(key));
 }
 
-void messaging::erase_client(std::string_view id) {
+void broker::erase_client(std::string_view id) {
   const auto it = clients_.find(id);
   if (it == clients_.end()) return;
   for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
@@ -460,7 +414,7 @@ void messaging::erase_client(std::string_view id) {
   clients_.erase(it);
 }
 
-void messaging::sweep() {
+void broker::sweep() {
   const auto now = clock::now();
   if (now < next_sweep_ || cfg_.client_idle_timeout.count() == 0) return;
   next_sweep_ = now + std::min<clock::duration>(cfg_.client_idle_timeout, std::chrono::seconds(10));
@@ -475,10 +429,9 @@ void messaging::sweep() {
   }
 }
 
-void messaging::subscribe(std::string_view client_id, std::string_view subscription_id,
-                          std::string_view destination_name, std::string_view subtopic,
-                          std::string_view selector_text, const principal* user,
-                          const caller& who) {
+void broker::subscribe(std::string_view client_id, std::string_view subscription_id,
+                       std::string_view destination_name, std::string_view subtopic,
+                       std::string_view selector_text, const principal* user, const caller& who) {
   destination& d = find(destination_name);
   check(d.cfg.subscribe, user, "subscribe to", d.name);
   if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, false);
@@ -488,9 +441,9 @@ void messaging::subscribe(std::string_view client_id, std::string_view subscript
   add_filter(client_id, subscription_id, d, subtopic, selector_text, who);
 }
 
-void messaging::add_filter(std::string_view client_id, std::string_view subscription_id,
-                           destination& d, std::string_view subtopic,
-                           std::string_view selector_text, const caller& who) {
+void broker::add_filter(std::string_view client_id, std::string_view subscription_id,
+                        destination& d, std::string_view subtopic, std::string_view selector_text,
+                        const caller& who) {
   check_id(subscription_id, cfg_.max_id_bytes, "clientId");
   client& c = claim(client_id, who);
   try {
@@ -536,9 +489,8 @@ void messaging::add_filter(std::string_view client_id, std::string_view subscrip
   }
 }
 
-messaging::subscription& messaging::new_subscription(client& c, std::string_view client_id,
-                                                     std::string_view subscription_id,
-                                                     destination& d) {
+broker::subscription& broker::new_subscription(client& c, std::string_view client_id,
+                                               std::string_view subscription_id, destination& d) {
   subscription s;
   s.id = subscription_id;
   s.client = client_id;
@@ -552,9 +504,9 @@ messaging::subscription& messaging::new_subscription(client& c, std::string_view
   return kept;
 }
 
-void messaging::unsubscribe(std::string_view client_id, std::string_view subscription_id,
-                            std::string_view subtopic, std::string_view selector_text,
-                            const caller& who) {
+void broker::unsubscribe(std::string_view client_id, std::string_view subscription_id,
+                         std::string_view subtopic, std::string_view selector_text,
+                         const caller& who) {
   const std::lock_guard lock(mutex_);
   const auto it = subscriptions_.find(subscription_id);
   if (it == subscriptions_.end()) return;  // gone already (a timeout, a restart): done
@@ -573,11 +525,11 @@ void messaging::unsubscribe(std::string_view client_id, std::string_view subscri
   }
 }
 
-void messaging::multi_subscribe(std::string_view client_id, std::string_view subscription_id,
-                                std::string_view destination_name,
-                                std::span<const std::string_view> add,
-                                std::span<const std::string_view> remove, const principal* user,
-                                const caller& who) {
+void broker::multi_subscribe(std::string_view client_id, std::string_view subscription_id,
+                             std::string_view destination_name,
+                             std::span<const std::string_view> add,
+                             std::span<const std::string_view> remove, const principal* user,
+                             const caller& who) {
   destination& d = find(destination_name);
   // Bounded before anything is parsed or copied: each entry is read once.
   const std::size_t max = cfg_.max_filters_per_subscription;
@@ -623,7 +575,7 @@ void messaging::multi_subscribe(std::string_view client_id, std::string_view sub
   }
 }
 
-void messaging::remove_subscription(const std::string& id_ref) {
+void broker::remove_subscription(const std::string& id_ref) {
   const std::string id = id_ref;  // `id_ref` may live in what is erased
   const auto it = subscriptions_.find(id);
   if (it == subscriptions_.end()) return;
@@ -633,7 +585,7 @@ void messaging::remove_subscription(const std::string& id_ref) {
   subscriptions_.erase(it);
 }
 
-void messaging::forget_if_unused(std::string_view client_id) {
+void broker::forget_if_unused(std::string_view client_id) {
   // A FlexClient is kept for its subscriptions and what it holds open, not for having been
   // seen: stream opens and subscribe/unsubscribe rounds with made-up DSIds leave nothing.
   const auto c = clients_.find(client_id);
@@ -643,17 +595,17 @@ void messaging::forget_if_unused(std::string_view client_id) {
   }
 }
 
-void messaging::disconnect(std::string_view client_id, const caller& who) {
+void broker::disconnect(std::string_view client_id, const caller& who) {
   const std::lock_guard lock(mutex_);
   if (find_client(client_id, who)) end_locked(client_id);
 }
 
-void messaging::end(std::string_view client_id) {
+void broker::end(std::string_view client_id) {
   const std::lock_guard lock(mutex_);
   end_locked(client_id);
 }
 
-void messaging::end_locked(std::string_view client_id) {
+void broker::end_locked(std::string_view client_id) {
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
   for (const auto& w : {it->second.parked, it->second.stream}) {
@@ -664,21 +616,21 @@ void messaging::end_locked(std::string_view client_id) {
   erase_client(client_id);
 }
 
-std::string messaging::owner(std::string_view client_id) const {
+std::string broker::owner(std::string_view client_id) const {
   const std::lock_guard lock(mutex_);
   const auto it = clients_.find(client_id);
   return it == clients_.end() ? std::string() : it->second.owner;
 }
 
-void messaging::rebind(std::string_view client_id, std::string_view from, std::string_view to) {
+void broker::rebind(std::string_view client_id, std::string_view from, std::string_view to) {
   const std::lock_guard lock(mutex_);
   const auto it = clients_.find(client_id);
   if (it == clients_.end() || it->second.owner != from || from.empty()) return;
   bind(it->second, to);
 }
 
-messaging::batch messaging::poll(std::string_view client_id, std::string_view subscription_id,
-                                 const caller& who, std::size_t max_bytes) {
+broker::batch broker::poll(std::string_view client_id, std::string_view subscription_id,
+                           const caller& who, std::size_t max_bytes) {
   const std::lock_guard lock(mutex_);
   sweep();
   const client* c = find_client(client_id, who);
@@ -767,9 +719,9 @@ messaging::batch messaging::poll(std::string_view client_id, std::string_view su
   return out;
 }
 
-boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view client_id,
-                                                               std::string_view subscription_id,
-                                                               caller who, std::size_t max_bytes) {
+boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client_id,
+                                                         std::string_view subscription_id,
+                                                         caller who, std::size_t max_bytes) {
   if (!share_) co_return poll(client_id, subscription_id, who, max_bytes);
   co_await load(client_id, who);
   batch b = poll(client_id, subscription_id, who, max_bytes);
@@ -785,7 +737,7 @@ boost::asio::awaitable<messaging::batch> messaging::async_poll(std::string_view 
   co_return b;
 }
 
-boost::asio::awaitable<void> messaging::rewind(std::string client_id, std::vector<moved> cursors) {
+boost::asio::awaitable<void> broker::rewind(std::string client_id, std::vector<moved> cursors) {
   {
     const std::lock_guard lock(mutex_);
     for (const auto& c : cursors) {
@@ -806,7 +758,7 @@ boost::asio::awaitable<void> messaging::rewind(std::string client_id, std::vecto
   }
 }
 
-boost::asio::awaitable<void> messaging::load(std::string_view client_id, caller who) {
+boost::asio::awaitable<void> broker::load(std::string_view client_id, caller who) {
   if (!share_) co_return;
   std::vector<shared_subscription> subs;
   std::string id(client_id);
@@ -819,7 +771,7 @@ boost::asio::awaitable<void> messaging::load(std::string_view client_id, caller 
   adopt(client_id, subs, who);
 }
 
-boost::asio::awaitable<void> messaging::save(std::string_view client_id) {
+boost::asio::awaitable<void> broker::save(std::string_view client_id) {
   if (!share_) co_return;
   auto subs = shared_state(client_id);
   std::string id(client_id);
@@ -830,8 +782,8 @@ boost::asio::awaitable<void> messaging::save(std::string_view client_id) {
   }
 }
 
-void messaging::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs,
-                      const caller& who) {
+void broker::adopt(std::string_view client_id, const std::vector<shared_subscription>& subs,
+                   const caller& who) {
   if (!subs.empty()) {
     // Made on another instance: bound as it was bound there, counted against its caller.
     const std::string& owner = subs.front().owner;
@@ -876,8 +828,7 @@ void messaging::adopt(std::string_view client_id, const std::vector<shared_subsc
   forget_if_unused(client_id);
 }
 
-std::vector<messaging::shared_subscription> messaging::shared_state(
-    std::string_view client_id) const {
+std::vector<broker::shared_subscription> broker::shared_state(std::string_view client_id) const {
   const std::lock_guard lock(mutex_);
   std::vector<shared_subscription> out;
   const auto c = clients_.find(client_id);
@@ -894,10 +845,10 @@ std::vector<messaging::shared_subscription> messaging::shared_state(
   return out;
 }
 
-std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view client_id,
-                                                   const caller& who,
-                                                   boost::asio::any_io_executor executor,
-                                                   bool stream, const char*& refused) {
+std::shared_ptr<broker::waiter> broker::hold(client& c, std::string_view client_id,
+                                             const caller& who,
+                                             boost::asio::any_io_executor executor, bool stream,
+                                             const char*& refused) {
   const std::string_view session = who.session;
   // Without a session, the FlexClient's own count (a client holds one poll and one stream).
   auto counted = held_per_session_.end();
@@ -929,8 +880,8 @@ std::shared_ptr<messaging::waiter> messaging::hold(client& c, std::string_view c
   return w;
 }
 
-std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id, const caller& who,
-                                                   boost::asio::any_io_executor executor) {
+std::shared_ptr<broker::waiter> broker::park(std::string_view client_id, const caller& who,
+                                             boost::asio::any_io_executor executor) {
   const std::lock_guard lock(mutex_);
   if (draining_) return nullptr;
   client& c = claim(client_id, who);
@@ -950,9 +901,8 @@ std::shared_ptr<messaging::waiter> messaging::park(std::string_view client_id, c
   return w;
 }
 
-std::shared_ptr<messaging::waiter> messaging::open_stream(std::string_view client_id,
-                                                          const caller& who,
-                                                          boost::asio::any_io_executor executor) {
+std::shared_ptr<broker::waiter> broker::open_stream(std::string_view client_id, const caller& who,
+                                                    boost::asio::any_io_executor executor) {
   const std::lock_guard lock(mutex_);
   if (draining_) throw fault("Server.Busy", "the daemon is shutting down");
   client& c = claim(client_id, who);
@@ -966,7 +916,7 @@ std::shared_ptr<messaging::waiter> messaging::open_stream(std::string_view clien
   return w;
 }
 
-bool messaging::close_stream(std::string_view client_id, const caller& who) {
+bool broker::close_stream(std::string_view client_id, const caller& who) {
   const std::lock_guard lock(mutex_);
   const client* c = find_client(client_id, who);
   if (!c || !c->stream) return false;
@@ -974,7 +924,7 @@ bool messaging::close_stream(std::string_view client_id, const caller& who) {
   return true;
 }
 
-void messaging::release(waiter& w, client& c) {
+void broker::release(waiter& w, client& c) {
   if (!std::exchange(w.counted, false)) return;
   --(w.stream ? streams_ : parked_);
   if (w.session.empty()) {
@@ -984,7 +934,7 @@ void messaging::release(waiter& w, client& c) {
   }
 }
 
-void messaging::unpark(const std::shared_ptr<waiter>& w) {
+void broker::unpark(const std::shared_ptr<waiter>& w) {
   const std::lock_guard lock(mutex_);
   // Still counted, it is still its FlexClient's: a poll that replaced it and a disconnect
   // released it when they took it away (and only a client that holds nothing goes).
@@ -997,7 +947,7 @@ void messaging::unpark(const std::shared_ptr<waiter>& w) {
   forget_if_unused(w->flex_client);
 }
 
-boost::asio::awaitable<messaging::wake> messaging::waiter::wait_until(clock::time_point until) {
+boost::asio::awaitable<broker::wake> broker::waiter::wait_until(clock::time_point until) {
   namespace net = boost::asio;
   // Read now: once cancelled, every co_await of the coroutine throws at once.
   const auto cancellation = co_await net::this_coro::cancellation_state;
@@ -1015,20 +965,20 @@ boost::asio::awaitable<messaging::wake> messaging::waiter::wait_until(clock::tim
 namespace {
 
 // Records why `w` wakes, unless something woke it already: whether this did.
-bool first_wake(messaging::waiter& w, messaging::wake why) {
-  auto none = messaging::wake::none;
+bool first_wake(broker::waiter& w, broker::wake why) {
+  auto none = broker::wake::none;
   return w.why.compare_exchange_strong(none, why);
 }
 
 }  // namespace
 
-void messaging::wake_up(const std::shared_ptr<waiter>& w, wake why) {
+void broker::wake_up(const std::shared_ptr<waiter>& w, wake why) {
   if (!first_wake(*w, why)) return;
   // The timer belongs to the poll's executor (its connection's I/O thread): cancelled there.
   boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
 }
 
-void messaging::wake_all(const woken& waiters) {
+void broker::wake_all(const woken& waiters) {
   // One post to each I/O thread (a connection's executor is its thread's), not one to each
   // waiter: a message for thousands of consumers enters each thread's queue once.
   boost::container::small_vector<std::pair<boost::asio::any_io_executor, woken>, 4> by_thread;
@@ -1047,7 +997,7 @@ void messaging::wake_all(const woken& waiters) {
   }
 }
 
-void messaging::drain() {
+void broker::drain() {
   const std::lock_guard lock(mutex_);
   draining_ = true;
   for (auto& [id, c] : clients_) {
@@ -1056,7 +1006,7 @@ void messaging::drain() {
   }
 }
 
-void messaging::on_start(std::function<void(boost::asio::any_io_executor)> task) {
+void broker::on_start(std::function<void(boost::asio::any_io_executor)> task) {
   std::unique_lock lock(mutex_);
   if (!executor_) {
     start_tasks_.push_back(std::move(task));
@@ -1067,7 +1017,7 @@ void messaging::on_start(std::function<void(boost::asio::any_io_executor)> task)
   task(ex);
 }
 
-void messaging::start(boost::asio::any_io_executor executor) {
+void broker::start(boost::asio::any_io_executor executor) {
   std::vector<std::function<void(boost::asio::any_io_executor)>> tasks;
   {
     const std::lock_guard lock(mutex_);
@@ -1078,7 +1028,7 @@ void messaging::start(boost::asio::any_io_executor executor) {
   for (auto& t : tasks) t(executor);
 }
 
-amf::value messaging::message_for(amf::document& doc, const delivery& d) {
+amf::value broker::message_for(amf::document& doc, const delivery& d) {
   const stored& s = *d.message;
   amf::flex::message m;
   m.kind = amf::flex::kind::async;
@@ -1093,7 +1043,7 @@ amf::value messaging::message_for(amf::document& doc, const delivery& d) {
   return amf::flex::make(doc, m);
 }
 
-messaging::stats messaging::snapshot() const {
+broker::stats broker::snapshot() const {
   const std::lock_guard lock(mutex_);
   stats out;
   out.clients = clients_.size();
@@ -1107,4 +1057,4 @@ messaging::stats messaging::snapshot() const {
   return out;
 }
 
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging

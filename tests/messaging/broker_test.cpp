@@ -1,4 +1,4 @@
-#include "amfgate/services/messaging.hpp"
+#include "amfgate/messaging/broker.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,10 @@
 
 #include "amf/flex.hpp"
 
-namespace amfgate::services {
+namespace amfgate::messaging {
 namespace {
+
+using services::fault;
 
 TEST(Subtopics, MatchTokenByTokenWithATrailingWildcardReachingDeeper) {
   EXPECT_TRUE(subtopic_matches("chat.room1", "chat.room1", "."));
@@ -41,7 +43,7 @@ config::messaging_settings news_only() {
 }
 
 TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnections) {
-  messaging m(news_only());
+  broker m(news_only());
   boost::asio::io_context io;
   // Streams opened and closed with made-up DSIds.
   for (int i = 0; i < 100; ++i) {
@@ -64,7 +66,7 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   ASSERT_TRUE(w);
   EXPECT_EQ(m.snapshot().parked, 1u);
   m.publish("news", amf::value::number(1));
-  EXPECT_EQ(w->why, messaging::wake::message);
+  EXPECT_EQ(w->why, broker::wake::message);
   m.unpark(w);
   s = m.snapshot();
   EXPECT_EQ(s.clients, 1u);
@@ -73,19 +75,19 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
 }
 
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
-  messaging m(news_only());
+  broker m(news_only());
   boost::asio::io_context io;
   m.subscribe("client", "sub", "news", "", "", nullptr, {});
   EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
   auto w = m.park("client", {}, io.get_executor());  // nothing came: it waits
   ASSERT_TRUE(w);
-  EXPECT_EQ(w->why, messaging::wake::none);
+  EXPECT_EQ(w->why, broker::wake::none);
   m.unpark(w);
   EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
   m.publish("news", amf::value::number(1));  // after the poll, before the park
   w = m.park("client", {}, io.get_executor());
   ASSERT_TRUE(w);
-  EXPECT_EQ(w->why, messaging::wake::message);
+  EXPECT_EQ(w->why, broker::wake::message);
   m.unpark(w);
   EXPECT_EQ(m.poll("client", "", {}).messages.size(), 1u);
 }
@@ -93,9 +95,9 @@ TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
 // A poll whose reply was not written gives its messages back; one that another poll read on
 // from tells the next poll what was lost.
 TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
-  messaging m(news_only());
+  broker m(news_only());
   boost::asio::io_context io;
-  auto rewind = [&](const messaging::batch& b) {
+  auto rewind = [&](const broker::batch& b) {
     boost::asio::co_spawn(io, m.rewind("client", b.cursors), boost::asio::detached);
     io.run();
     io.restart();
@@ -120,7 +122,7 @@ TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
 
 // A batch holds at most the bytes a reply may carry; a message larger than that alone is lost.
 TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
-  messaging m(news_only());
+  broker m(news_only());
   amf::document doc;
   m.subscribe("client", "sub", "news", "", "", nullptr, {});
   for (int i = 0; i < 10; ++i) m.publish("news", doc.string(std::string(1000, 'a')));
@@ -139,7 +141,7 @@ TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
 // Cut by bytes across two subscriptions (ids too long for a short string): the messages left
 // out wait, and the cursors stop at them (fuzz_gateway found their ids read after they went).
 TEST(MessagingState, MessagesLeftOutOfABatchWaitForTheNext) {
-  messaging m(news_only());
+  broker m(news_only());
   amf::document doc;
   const std::string a = "subscription-" + std::string(40, 'a');
   const std::string b = "subscription-" + std::string(40, 'b');
@@ -157,4 +159,4 @@ TEST(MessagingState, MessagesLeftOutOfABatchWaitForTheNext) {
 }
 
 }  // namespace
-}  // namespace amfgate::services
+}  // namespace amfgate::messaging
