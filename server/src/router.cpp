@@ -1,13 +1,11 @@
-// The router: which part of the daemon answers a request (the AMF gateway and its streams,
-// the JSON endpoint, the console, /metrics, /healthz, /crossdomain.xml), and the CORS and
-// session cookie headers of its answers.
+#include "amfgate/server/router.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <boost/asio/this_coro.hpp>
 
 #include "amf/flex.hpp"
-#include "amfgate/server/http.hpp"
 #include "amfgate/services/quote.hpp"
 #include "log_sink.hpp"
 #include "request_target.hpp"

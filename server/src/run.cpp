@@ -15,6 +15,7 @@
 #include "amfgate/server/http.hpp"
 #include "amfgate/server/redis_messaging.hpp"
 #include "amfgate/server/redis_session_store.hpp"
+#include "amfgate/server/router.hpp"
 #include "amfgate/services/builtin.hpp"
 #include "log_sink.hpp"
 
@@ -255,7 +256,7 @@ int run(int argc, char** argv, const setup& bind_services) {
     } unshared_at_exit{broker};
     broker.share(share.get());
     broker.start(server.executor());
-    status = server.run(routes);
+    status = server.run(routes.routes());
   } catch (const std::exception& e) {
     log->critical("cannot run: {}", e.what());
     status = 1;

@@ -30,6 +30,7 @@
 #include "amf/flex.hpp"
 #include "amfgate/server/client.hpp"
 #include "amfgate/server/http.hpp"
+#include "amfgate/server/router.hpp"
 #include "amfgate/services/builtin.hpp"
 
 // The allocator's entry points, so that every allocation counts: operator new's, and those
@@ -201,10 +202,10 @@ int main(int argc, char** argv) {
   services::user_table users({});
   server::metrics stats;
   server::http_server http(cfg, stats, log, access);
-  messaging::channel flex(broker, sessions, cfg.limits.max_response_bytes);
-  server::gateway gw(cfg, registry, flex, sessions, users, http.workers(), stats, log);
-  server::router routes(cfg, gw, flex, registry, stats, sessions, http.workers(), log);
-  std::thread serving([&] { http.run(routes); });
+  messaging::channel flex_channel(broker, sessions, cfg.limits.max_response_bytes);
+  server::gateway gw(cfg, registry, flex_channel, sessions, users, http.workers(), stats, log);
+  server::router routes(cfg, gw, flex_channel, registry, stats, sessions, http.workers(), log);
+  std::thread serving([&] { http.run(routes.routes()); });
   uncounted = true;
   while (http.port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 

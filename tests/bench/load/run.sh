@@ -17,7 +17,10 @@
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
 # many connections from one address need. Loopback only; bounded in time.
-#   tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
+# With AMFGATE_BASELINE set to another amfgate binary (the code before a change, built as
+# build/bench is), it runs too, on the same defaults, in the same rounds: the before and after
+# of a change in one run (base-amf0, base-flex, and their ratios).
+#   [AMFGATE_BASELINE=/other/amfgate] tests/bench/load/run.sh [SECONDS_PER_RUN] [CONNECTIONS] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 seconds=${1:-5}
@@ -81,6 +84,12 @@ taskset -c 0,1 build/bench/server/amfgate --config "$work/amfgate-threads2.json"
 gate_t2=$!
 pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file" "$gate_t1"
   "$gate_t2")
+if [ -n "${AMFGATE_BASELINE:-}" ]; then
+  sed 's/18485/18488/' "$work/amfgate-log.json" >"$work/amfgate-base.json"
+  "$AMFGATE_BASELINE" --config "$work/amfgate-base.json" >"$work/amfgate-base.log" &
+  gate_base=$!
+  pids+=("$gate_base")
+fi
 sleep 1
 session=0123456789abcdef0123456789abcdef
 redis-cli -p 18482 SET "amfgate:session:$session" \
@@ -105,6 +114,10 @@ for r in $(seq "$rounds"); do
   run flex-echo "$gate" http://127.0.0.1:18481/gateway "$work/flex-echo.amf"
   run amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
   run flex-log "$gate_log" http://127.0.0.1:18485/gateway "$work/flex-echo.amf"
+  if [ -n "${AMFGATE_BASELINE:-}" ]; then
+    run base-amf0 "$gate_base" http://127.0.0.1:18488/gateway "$work/amf0-echo.amf"
+    run base-flex "$gate_base" http://127.0.0.1:18488/gateway "$work/flex-echo.amf"
+  fi
   run amf0-file "$gate_file" http://127.0.0.1:18486/gateway "$work/amf0-echo.amf"
   run threads-1 "$gate_t1" http://127.0.0.1:18491/gateway "$work/amf0-echo.amf"
   run threads-2 "$gate_t2" http://127.0.0.1:18492/gateway "$work/amf0-echo.amf"
@@ -141,6 +154,14 @@ awk -v rounds="$rounds" '
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
     }
     printf "(medians of %d interleaved rounds; cpu ratio = ceiling cpu / case cpu)\n", rounds
+    if ("base-amf0" in cpu) {
+      printf "against the baseline binary, on the same defaults: cpu per request amf0 %.2fx, " \
+             "flex %.2fx; req/s amf0 %.2fx, flex %.2fx (this build / the baseline)\n",
+        median(cpu["amf0-log"]) / median(cpu["base-amf0"]),
+        median(cpu["flex-log"]) / median(cpu["base-flex"]),
+        median(rps["amf0-log"]) / median(rps["base-amf0"]),
+        median(rps["flex-log"]) / median(rps["base-flex"])
+    }
     printf "access log cost, cpu per request with the log / without: amf0 to stdout %.2fx, " \
            "amf0 to a file %.2fx, flex to stdout %.2fx (goal <= 1.10x)\n",
       median(cpu["amf0-log"]) / median(cpu["amf0-echo"]),

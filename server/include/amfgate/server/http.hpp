@@ -1,5 +1,6 @@
-// The HTTP daemon (Boost.Beast over Asio): routes, limits, timeouts, access log, graceful
-// shutdown. `router` is the request handling as a plain function, tested without sockets.
+// The HTTP daemon (Boost.Beast over Asio): connections, limits, timeouts, the access log,
+// graceful shutdown. What it serves is a routing function (`http_routes`): the daemon's is
+// the router (router.hpp), which knows the application; this layer does not.
 #pragma once
 
 #include <atomic>
@@ -14,10 +15,7 @@
 #include <vector>
 
 #include "amfgate/config.hpp"
-#include "amfgate/server/console.hpp"
-#include "amfgate/server/gateway.hpp"
 #include "amfgate/server/http_message.hpp"
-#include "amfgate/server/json_api.hpp"
 #include "amfgate/server/metrics.hpp"
 #include "amfgate/server/workers.hpp"
 
@@ -27,64 +25,21 @@ class logger;
 
 namespace amfgate::server {
 
-class router {
- public:
-  router(const config::gateway_config& cfg, gateway& gw, messaging::channel& channel,
-         const services::registry& services, const metrics& m, services::session_store& sessions,
-         worker_pool& workers, std::shared_ptr<spdlog::logger> log);
-
-  /// Answers `req`: the coroutine, to run on the connection's executor (see gateway::handle),
-  /// that answers it. May throw as it picks one.
-  boost::asio::awaitable<http_reply> route(http_request& req);
-  /// While draining, /healthz answers 503 so balancers stop sending.
-  void set_draining() {
-    draining_ = true;
-    channel_.messages().drain();
-  }
-
- private:
-  std::string session_id(const http_request& req) const;
-  /// Adds the Access-Control-* headers when `req` comes from an origin of cors.allow_origins;
-  /// false (and a debug line) for an origin that is not allowed, or with CORS off.
-  bool allow_origin(const http_request& req, http_reply& r) const;
-  boost::asio::awaitable<http_reply> metrics_page();
-  /// The exchange of a gateway call for `req`: its client, session, memory and hang-up watch.
-  exchange exchange_for(http_request& req) const;
-  /// Set-Cookie for a session that `ex` created or ended.
-  void session_cookie(const exchange& ex, http_reply& r) const;
-  /// An AMF packet POSTed to a gateway path, through the gateway; `r` has the CORS headers.
-  boost::asio::awaitable<http_reply> amf_route(http_request& req, http_reply r);
-  boost::asio::awaitable<http_reply> json_route(std::string_view path, http_request& req);
-  /// A StreamingAMFChannel's `?command=open` (the stream) or `?command=close`; `r` has the
-  /// CORS headers.
-  boost::asio::awaitable<http_reply> stream_route(std::string_view command, http_request& req,
-                                                  http_reply r);
-  boost::asio::awaitable<http_reply> console_route(std::string_view path, http_request& req);
-  /// With users configured: a session logged in with one of console.roles (any if none).
-  boost::asio::awaitable<bool> console_allowed(const http_request& req);
-
-  const config::gateway_config& cfg_;
-  gateway& gateway_;
-  messaging::channel& channel_;
-  const metrics& metrics_;
-  services::session_store& sessions_;
-  worker_pool& workers_;
-  std::shared_ptr<spdlog::logger> log_;
-  json_api json_;
-  console console_;
-  std::string crossdomain_;
-  std::string cookie_attributes_;  ///< "; Path=/; HttpOnly; SameSite=Lax[; Secure]"
-  std::string cors_headers_;       ///< cors.allow_headers, comma-separated
-  std::atomic<bool> draining_{false};
-  std::atomic<bool> crossdomain_hint_logged_{false};
-};
-
 /// `target` as the access log shows it: the session id a URL may carry (`;NAME=id`)
 /// replaced by "<redacted>", control characters escaped, long parts cut. Formatted (by the
 /// fmt formatter in http.cpp) straight into the log line.
 struct loggable_target {
   std::string_view target;
   std::string_view cookie;
+};
+
+/// What an http_server serves.
+struct http_routes {
+  /// Answers a request: the coroutine, run on the connection's executor, that answers it. May
+  /// throw as it picks one (a 500).
+  std::function<boost::asio::awaitable<http_reply>(http_request&)> route;
+  /// The drain begins (the first SIGTERM): no new long wait should start.
+  std::function<void()> on_drain;
 };
 
 /// Serves until SIGTERM/SIGINT: the first signal stops accepting and lets requests in flight
@@ -102,7 +57,7 @@ class http_server {
   boost::asio::any_io_executor executor();
   /// Binds (throws on failure), then serves `routes` on `cfg.threads` threads until stopped;
   /// then stops the worker pool, waiting for the handlers that run. Returns the exit status.
-  int run(router& routes);
+  int run(http_routes routes);
   /// The bound port, once `run` has bound it.
   std::uint16_t port() const;
 
