@@ -42,9 +42,9 @@ struct gateway::request final : messaging::reply_hooks {
   void parked(bool on) override {
     if (ex.on_park) ex.on_park(on);
   }
-  void parked_for(double ms) override { ex.parked_ms = ms; }
+  void parked_for(double ms) override { ex.reply.parked_ms = ms; }
   void on_unwritten(std::function<void()> undo) override {
-    ex.unwritten = [before = std::move(ex.unwritten), undo = std::move(undo)] {
+    ex.reply.unwritten = [before = std::move(ex.reply.unwritten), undo = std::move(undo)] {
       if (before) before();
       undo();
     };
@@ -66,6 +66,17 @@ struct gateway::request final : messaging::reply_hooks {
   /// A Flex message came as an anonymous AMF0 object (Ruffle's shape): the reply's
   /// collections go as arrays, which Ruffle can read (ruffle_collections_as_arrays).
   bool ruffle = false;
+};
+
+// A pool call's state, which its job shares: the worker builds its result in an arena of its
+// own (if the deadline passes first, the request goes on with the packet's arena while the
+// worker still writes), for the caller as the call began (a later login in the same packet
+// does not change who this call runs as), with its context.
+struct gateway::pool_call {
+  explicit pool_call(const request& rq) : result(4096, rq.memory), user(rq.user) {}
+  amf::document result;
+  std::optional<services::principal> user;
+  std::optional<services::call_context> ctx;
 };
 
 namespace {
@@ -213,7 +224,7 @@ gateway::gateway(const config::gateway_config& cfg, services::registry& services
       log_(std::move(log)) {}
 
 net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
-  ex.body.clear();
+  ex.reply.body.clear();
   std::string busy;
   try {
     // In a block the thread recycles: one request's memory serves the next.
@@ -226,9 +237,9 @@ net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
     rq->packet = amf::decode_packet(amf::as_bytes(rq->body), rq->doc, ec, opt);
     rq->cap.disarm();
     if (ec) {
-      ex.status = 400;
-      ex.content_type = "text/plain; charset=utf-8";
-      ex.body = "bad AMF packet: " + ec.message() + "\n";
+      ex.reply.status = 400;
+      ex.reply.content_type = "text/plain; charset=utf-8";
+      ex.reply.body = "bad AMF packet: " + ec.message() + "\n";
       co_return;
     }
     co_await run_messages(rq);
@@ -239,19 +250,19 @@ net::awaitable<void> gateway::handle(std::string body, exchange& ex) {
   } catch (const over_budget& e) {
     busy = std::string(e.what()) + " (limits.max_inflight_bytes)";
   } catch (const decoded_too_large& e) {
-    ex.status = 413;
-    ex.content_type = "text/plain; charset=utf-8";
-    ex.body =
+    ex.reply.status = 413;
+    ex.reply.content_type = "text/plain; charset=utf-8";
+    ex.reply.body =
         std::string(e.what()) + " (" + std::to_string(cfg_.limits.max_decoded_bytes) + " bytes)\n";
     co_return;
   }
-  if (auto lost = std::exchange(ex.unwritten, nullptr)) lost();  // nothing it read is sent
+  if (auto lost = std::exchange(ex.reply.unwritten, nullptr)) lost();  // nothing it read is sent
   stats_.busy_refused();
   log_->warn("{}: 503: {}", ex.client_address, busy);
-  ex.status = 503;
-  ex.content_type = "text/plain; charset=utf-8";
-  ex.retry_after = std::chrono::seconds(1);
-  ex.body = "server busy: " + busy + "; retry later\n";
+  ex.reply.status = 503;
+  ex.reply.content_type = "text/plain; charset=utf-8";
+  ex.reply.headers.emplace_back("Retry-After", "1");
+  ex.reply.body = "server busy: " + busy + "; retry later\n";
 }
 
 net::awaitable<void> gateway::run_messages(request_ptr rq) {
@@ -269,7 +280,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   amf::packet out(rq->doc.resource());
   out.version = rq->packet.version;
   for (const auto& b : rq->packet.bodies) {
-    ++ex.messages;
+    ++ex.reply.messages;
     bool failed = false;
     amf::value reply;
     std::string_view response_uri;  // BlazeDS answers Flex with "", PyAMF/Flash use "null"
@@ -282,7 +293,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     out.bodies.push_back(
         {rq->doc.copy(std::string(b.response) + (failed ? "/onStatus" : "/onResult")), response_uri,
          amf::unknown_length, reply});
-    if (failed) ++ex.faults;
+    if (failed) ++ex.reply.faults;
   }
   if (rq->ruffle && cfg_.ruffle_collections_as_arrays) {
     for (auto& b : out.bodies) amf::flex::collections_as_arrays(b.val);
@@ -308,7 +319,7 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
     const amf::body& call = rq->packet.bodies[i];
     log_->warn("{}: the answer to body {} ({}) is over {} bytes: answered with a fault",
                ex.client_address, i + 1, services::quoted(call.target), max);
-    ++ex.faults;
+    ++ex.reply.faults;
     amf::body b = out.bodies[i];
     b.target = rq->doc.copy(std::string(call.response) + "/onStatus");
     if (call.target == "null") {
@@ -321,9 +332,10 @@ net::awaitable<void> gateway::run_messages(request_ptr rq) {
   };
   // Taken only now: a poll parked until here holds none. The HTTP layer gives it back once
   // written.
-  ex.body = body_pool::take();
+  ex.reply.content_type = "application/x-amf";
+  ex.reply.body = body_pool::take();
   // By reference: the std::function holds a pointer in place instead of a copy on the heap.
-  amf::encode_packet(out, ex.body, amf::length_fields::as_given, max, std::ref(too_large));
+  amf::encode_packet(out, ex.reply.body, amf::length_fields::as_given, max, std::ref(too_large));
 }
 
 net::awaitable<void> gateway::apply_credentials(request_ptr rq) {
@@ -492,11 +504,18 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
   }
   check_access(*rq, service, method);
   const auto timeout = cfg_.call_timeout(service, method);
-  services::call_context ctx(service, method, rq->doc);
+  // The call's context, built once: on this coroutine's frame, or, for the worker pool, in the
+  // state the job shares (it may outlive this coroutine: past the deadline, the request goes on).
+  std::optional<services::call_context> here;
+  std::shared_ptr<pool_call> pooled;
+  if (m->how == services::execution::pool) pooled = std::make_shared<pool_call>(*rq);
+  services::call_context& ctx = pooled ? pooled->ctx.emplace(service, method, pooled->result)
+                                       : here.emplace(service, method, rq->doc);
   ctx.request = &rq->packet;
   ctx.client_address = rq->ex.client_address;
   ctx.user_session = rq->sess;
-  ctx.user = rq->user ? &*rq->user : nullptr;
+  const auto& user = pooled ? pooled->user : rq->user;
+  ctx.user = user ? &*user : nullptr;
   ctx.logger = log_.get();
   ctx.publisher = &channel_.messages();
   ctx.executor = co_await net::this_coro::executor;
@@ -514,8 +533,8 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
         co_return co_await with_deadline(m->invoke_async(ctx, args), timeout, service, method,
                                          stats_);
       case services::execution::pool:
-        co_return co_await with_deadline(run_on_pool(rq, *m, ctx, args), timeout, service, method,
-                                         stats_);
+        co_return co_await with_deadline(run_on_pool(rq, pooled, *m, args), timeout, service,
+                                         method, stats_);
     }
     throw std::logic_error("unknown execution kind");
   } catch (const fault&) {
@@ -546,28 +565,12 @@ net::awaitable<amf::value> gateway::invoke(request_ptr rq, std::string_view serv
               cfg_.debug ? failure : "");
 }
 
-net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::method& m,
-                                                services::call_context& ctx,
+net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, std::shared_ptr<pool_call> call,
+                                                const services::method& m,
                                                 std::span<const amf::value> args) {
-  // The worker builds its result in an arena of its own: if the deadline passes first, the
-  // request goes on with the packet's arena while the worker still writes.
-  auto result = std::make_shared<amf::document>(4096, rq->memory);
-  request_ptr keep = rq;
-  const services::method* handler = &m;
-  const std::span<const amf::value> arguments = args;
-  auto job = [keep, handler, result, arguments, service = ctx.service, method = ctx.method,
-              session = ctx.user_session, user = keep->user, client = ctx.client_address,
-              executor = ctx.executor, deadline = ctx.deadline, publisher = ctx.publisher,
-              log = log_](const std::atomic<bool>& abandoned) {
-    services::call_context c(service, method, *result);
-    c.request = &keep->packet;
-    c.client_address = client;
-    c.user_session = session;
-    c.user = user ? &*user : nullptr;
-    c.logger = log.get();
-    c.executor = executor;
-    c.deadline = deadline;
-    c.publisher = publisher;
+  // The job keeps the request (its packet holds the arguments) and the call's state.
+  auto job = [rq, call, handler = &m, args, log = log_](const std::atomic<bool>& abandoned) {
+    services::call_context& c = *call->ctx;
     c.abandon_flag = &abandoned;
     struct late_check {  // however the handler ends, say when nobody waits for it any more
       const std::atomic<bool>& gone;
@@ -580,10 +583,11 @@ net::awaitable<amf::value> gateway::run_on_pool(request_ptr rq, const services::
         }
       }
     } late{abandoned, *log, c};
-    return handler->invoke(c, arguments);
+    return handler->invoke(c, args);
   };
   amf::value v = co_await workers_.run(std::move(job));
-  rq->results.push_back(std::move(result));
+  // The result's arena lives until the answer is encoded.
+  rq->results.push_back(std::shared_ptr<amf::document>(call, &call->result));
   co_return v;
 }
 

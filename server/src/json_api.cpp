@@ -85,13 +85,11 @@ std::string_view text_of(const amf::value* v) {
 
 // What the gateway said when it did not answer 200 (a 400 or 503 in text).
 http_reply refusal(const exchange& ex) {
-  std::string why = ex.body;
+  std::string why = ex.reply.body;
   while (!why.empty() && why.back() == '\n') why.pop_back();
-  http_reply r =
-      fault_reply(ex.status, ex.status == 503 ? "Server.Busy" : "Client.Message.Encoding", why);
-  if (ex.retry_after.count() > 0) {
-    r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
-  }
+  http_reply r = fault_reply(
+      ex.reply.status, ex.reply.status == 503 ? "Server.Busy" : "Client.Message.Encoding", why);
+  r.headers = ex.reply.headers;  // Retry-After
   return r;
 }
 
@@ -105,8 +103,8 @@ net::awaitable<std::variant<http_reply, amf::body>> json_api::first_answer(std::
                                                                            exchange& ex,
                                                                            amf::document& answer) {
   co_await gateway_.handle(std::move(packet), ex);
-  if (ex.status != 200) co_return refusal(ex);
-  co_return amf::decode_packet(amf::as_bytes(ex.body), answer).bodies.at(0);
+  if (ex.reply.status != 200) co_return refusal(ex);
+  co_return amf::decode_packet(amf::as_bytes(ex.reply.body), answer).bodies.at(0);
 }
 
 net::awaitable<http_reply> json_api::call(std::string_view service, std::string_view method,
@@ -219,14 +217,14 @@ net::awaitable<http_reply> json_api::trace(http_request& req, exchange& ex) {
   co_await gateway_.handle(request, ex);
   out["millis"] =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  out["status"] = ex.status;
-  if (ex.status != 200) {
-    out["error"] = ex.body;
+  out["status"] = ex.reply.status;
+  if (ex.reply.status != 200) {
+    out["error"] = ex.reply.body;
   } else {
-    out["response"] = amf::json::to_hex(amf::as_bytes(ex.body));
+    out["response"] = amf::json::to_hex(amf::as_bytes(ex.reply.body));
     amf::document answer;
     out["response_packet"] =
-        amf::json::writer().packet(amf::decode_packet(amf::as_bytes(ex.body), answer));
+        amf::json::writer().packet(amf::decode_packet(amf::as_bytes(ex.reply.body), answer));
   }
   co_return json_reply(200, out);
 }

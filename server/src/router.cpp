@@ -163,8 +163,8 @@ net::awaitable<http_reply> router::json_route(std::string_view path, http_reques
     }
     r = co_await json_.call(rest.substr(0, slash), rest.substr(slash + 1), req, ex);
   }
-  r.messages = ex.messages;
-  r.faults = ex.faults;
+  r.messages = ex.reply.messages;
+  r.faults = ex.reply.faults;
   session_cookie(ex, r);
   co_return r;
 }
@@ -304,19 +304,10 @@ net::awaitable<http_reply> router::stream_route(std::string_view command, http_r
 
 net::awaitable<http_reply> router::amf_route(http_request& req, http_reply r) {
   exchange ex = exchange_for(req);
+  ex.reply = std::move(r);
   co_await gateway_.handle(std::move(req.body), ex);
-  r.status = ex.status;
-  r.content_type = ex.content_type;
-  r.body = std::move(ex.body);
-  r.messages = ex.messages;
-  r.faults = ex.faults;
-  r.parked_ms = ex.parked_ms;
-  r.unwritten = std::move(ex.unwritten);
-  session_cookie(ex, r);
-  if (ex.retry_after.count() > 0) {
-    r.headers.emplace_back("Retry-After", std::to_string(ex.retry_after.count()));
-  }
-  co_return r;
+  session_cookie(ex, ex.reply);
+  co_return std::move(ex.reply);
 }
 
 namespace {

@@ -73,8 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   server::exchange ex;
   ex.client_address = "127.0.0.1:1";
   server::run(w->gw, std::string(reinterpret_cast<const char*>(data), size), ex);
-  if (ex.status == 400 || ex.status == 413) return 0;
-  if (ex.status != 200) die("an answer other than 200, 400 or 413");
+  if (ex.reply.status == 400 || ex.reply.status == 413) return 0;
+  if (ex.reply.status != 200) die("an answer other than 200, 400 or 413");
   amf::document doc;
   amf::decode_error ec;
   amf::decode_options opt;
@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // comes back as one), and the default depth: a reply wraps what the request held.
   amf::decode_options answer;
   answer.classes = opt.classes;
-  const amf::packet out = amf::decode_packet(amf::as_bytes(ex.body), doc, ec, answer);
+  const amf::packet out = amf::decode_packet(amf::as_bytes(ex.reply.body), doc, ec, answer);
   if (ec) die("the answer does not decode");
   if (out.bodies.size() != in.bodies.size()) die("not every body is answered");
   return 0;

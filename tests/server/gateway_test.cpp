@@ -57,8 +57,8 @@ class Gateway : public ::testing::Test {
   amf::packet call(const std::string& body, exchange& ex) {
     gateway gw = make_gateway();
     run(gw, body, ex);
-    EXPECT_EQ(ex.status, 200u) << ex.body;
-    return amf::decode_packet(amf::as_bytes(ex.body), doc_);
+    EXPECT_EQ(ex.reply.status, 200u) << ex.reply.body;
+    return amf::decode_packet(amf::as_bytes(ex.reply.body), doc_);
   }
   amf::packet call(const std::string& body) {
     last_ = exchange{};
@@ -144,7 +144,7 @@ TEST_F(Gateway, AnswersInTheEncodingOfEachClientsLayout) {
   // The bytes: Royale echoing "hello" gets 11 06 0b "hello", not 02 00 05 "hello".
   const std::string hello = "\x11\x09\x03\x01\x06\x0bhello"s;
   call(netconnection_bytes(3, "EchoService.echo", hello));
-  EXPECT_TRUE(last_.body.ends_with("\x11\x06\x0bhello"s));
+  EXPECT_TRUE(last_.reply.body.ends_with("\x11\x06\x0bhello"s));
   // No arguments: Royale's empty array (11 09 01 01) and Flash Player's empty strict array
   // both get AMF3, faults included.
   for (const auto& none : {"\x11\x09\x01\x01"s, "\x0a\x00\x00\x00\x00"s}) {
@@ -173,7 +173,7 @@ TEST_F(Gateway, FaultsAsOnStatusWithDetailOnlyInDebug) {
   EXPECT_EQ(f->find("details")->as_string(), "come back tomorrow");
   p = call(client::netconnection_request("Nope.x", {}, false));
   EXPECT_EQ(p.bodies[0].val.as_object()->find("code")->as_string(), "Server.ResourceNotFound");
-  EXPECT_EQ(last_.faults, 1u);
+  EXPECT_EQ(last_.reply.faults, 1u);
 }
 
 TEST_F(Gateway, EveryMessageRunsEvenIfAnotherFails) {
@@ -192,8 +192,8 @@ TEST_F(Gateway, EveryMessageRunsEvenIfAnotherFails) {
   auto ack = amf::flex::read(p.bodies[1].val, doc_);
   EXPECT_EQ(ack->body.as_string(), "still here");
   EXPECT_EQ(ack->correlation_id, amf::flex::read(msgs[1], d)->message_id);
-  EXPECT_EQ(last_.messages, 2u);
-  EXPECT_EQ(last_.faults, 1u);
+  EXPECT_EQ(last_.reply.messages, 2u);
+  EXPECT_EQ(last_.reply.faults, 1u);
 }
 
 TEST_F(Gateway, FlexPingLoginLogoutAndAccessRules) {
@@ -307,9 +307,9 @@ TEST_F(Gateway, UndecodablePacketsAre400WithTheOffset) {
       client::netconnection_request("echo", std::vector{amf::value::integer(1)}, false);
   body[body.size() - 9] = '\x04';  // an AMF0 movieclip marker where the number starts
   run(gw, body, ex);
-  EXPECT_EQ(ex.status, 400u);
-  EXPECT_EQ(ex.body, "bad AMF packet: unknown type marker at byte " +
-                         std::to_string(body.size() - 9) + "\n");
+  EXPECT_EQ(ex.reply.status, 400u);
+  EXPECT_EQ(ex.reply.body, "bad AMF packet: unknown type marker at byte " +
+                               std::to_string(body.size() - 9) + "\n");
 }
 
 // Every corpus request, mutated many ways (bit flips, truncation, inserted and repeated
@@ -352,14 +352,14 @@ TEST_F(Gateway, SurvivesMutatedRequests) {
       exchange ex;
       ex.session_id = i % 3 == 0 ? "" : "0123456789abcdef0123456789abcdef";
       ASSERT_NO_THROW(run(gw, m, ex));
-      if (ex.status == 200) {
+      if (ex.reply.status == 200) {
         amf::document d;
         amf::decode_error ec;
-        amf::decode_packet(amf::as_bytes(ex.body), d, ec);
+        amf::decode_packet(amf::as_bytes(ex.reply.body), d, ec);
         ASSERT_FALSE(ec) << ec.message();
         ++answered;
       } else {
-        ASSERT_EQ(ex.status, 400u);
+        ASSERT_EQ(ex.reply.status, 400u);
         ++refused;
       }
     }

@@ -19,6 +19,7 @@
 #include "amfgate/config.hpp"
 #include "amfgate/messaging/channel.hpp"
 #include "amfgate/server/budget.hpp"
+#include "amfgate/server/http_message.hpp"
 #include "amfgate/server/metrics.hpp"
 #include "amfgate/server/workers.hpp"
 #include "amfgate/services/login_limiter.hpp"
@@ -49,19 +50,14 @@ struct exchange {
   /// NAT, must not make its every other request a 503).
   std::function<void(bool parked)> on_park;
 
-  // Set by the gateway:
-  unsigned status = 200;
-  std::string_view content_type = "application/x-amf";  ///< a literal
-  std::string body;
-  std::string new_session_id;           ///< a session was created: send the cookie
-  bool session_ended = false;           ///< logout: clear the cookie
-  std::chrono::seconds retry_after{0};  ///< with status 503: when to try again
-  std::size_t messages = 0;
-  std::size_t faults = 0;
-  double parked_ms = -1;  ///< how long a poll parked for messages, if one did
-  /// Runs if the reply is not written (the client went away, or a 503 replaced it): a poll's
-  /// cursors go back, so that nothing it read is lost.
-  std::function<void()> unwritten;
+  /// The answer as the HTTP layer writes it. The gateway sets its status, content type and
+  /// body, the counts of messages and faults, how long a poll parked, what runs if it is not
+  /// written (a poll's cursors go back), and Retry-After with a 503; headers that were there
+  /// (CORS) stay.
+  http_reply reply;
+  // Set by the gateway, for the router's cookie:
+  std::string new_session_id;  ///< a session was created: send the cookie
+  bool session_ended = false;  ///< logout: clear the cookie
 };
 
 class gateway {
@@ -98,8 +94,10 @@ class gateway {
   boost::asio::awaitable<amf::value> invoke(request_ptr rq, std::string_view service,
                                             std::string_view method,
                                             std::span<const amf::value> args);
-  boost::asio::awaitable<amf::value> run_on_pool(request_ptr rq, const services::method& m,
-                                                 services::call_context& ctx,
+  struct pool_call;
+  /// A pool handler's call, in `call`'s context, on the worker pool.
+  boost::asio::awaitable<amf::value> run_on_pool(request_ptr rq, std::shared_ptr<pool_call> call,
+                                                 const services::method& m,
                                                  std::span<const amf::value> args);
   void check_access(request& rq, std::string_view service, std::string_view method);
   /// Checks a password (one per request), and on success moves the request to a new session
