@@ -44,6 +44,10 @@ struct gateway::request final : messaging::reply_hooks {
   }
   void parked_for(double ms) override { ex.reply.parked_ms = ms; }
   void on_unwritten(std::function<void()> undo) override {
+    if (!ex.reply.unwritten) {
+      ex.reply.unwritten = std::move(undo);
+      return;
+    }
     ex.reply.unwritten = [before = std::move(ex.reply.unwritten), undo = std::move(undo)] {
       if (before) before();
       undo();
