@@ -6,7 +6,8 @@
 //
 // Prints one line of key=value: messages published, deliveries expected and made (every
 // message to every consumer), deliveries per second, p50/p99 publish-to-receive latency,
-// the daemon's RSS at the end and its CPU time per delivery over the run.
+// the daemon's RSS at the end and its CPU time per delivery over the run, and the bytes of a
+// streamed message's frame (push_floor writes frames of that size).
 #include <unistd.h>
 #include <algorithm>
 #include <array>
@@ -52,6 +53,7 @@ double now_ms() {
 struct results {
   std::vector<double> latencies;  ///< ms, of messages sent in the measured window
   std::size_t received = 0;
+  std::size_t frame_bytes = 0;  ///< a streamed message's frame, its inner framing included
   double window_start = 0, window_end = 0;
   int ready = 0, failed = 0;
 };
@@ -283,6 +285,7 @@ net::awaitable<void> streamer(std::uint16_t port, results& r) {
         amf::document doc;
         const auto frame = amf::as_bytes(std::string_view(payload).substr(cr + 2, size));
         if (const auto m = amf::flex::read(amf::decode_amf3(frame, doc), doc)) record(r, *m);
+        r.frame_bytes = cr + 2 + size + 2 - at;
         at = cr + 2 + size + 2;
       }
       payload.erase(0, at);
@@ -391,9 +394,10 @@ int main(int argc, char** argv) {
   std::printf(
       "long_pollers=%d streamers=%d failed=%d published=%zu expected=%zu delivered=%zu "
       "poll_delivered=%zu stream_delivered=%zu deliveries_per_s=%.0f p50_ms=%.2f p99_ms=%.2f "
-      "rss_mb=%.1f cpu_us_per_delivery=%.2f\n",
+      "rss_mb=%.1f cpu_us_per_delivery=%.2f stream_frame_bytes=%zu\n",
       polled.ready, streamed.ready, polled.failed + streamed.failed, sent, expected, delivered,
       polled.received, streamed.received, static_cast<double>(delivered) / seconds, pct(0.5),
-      pct(0.99), rss_mb(pid), delivered ? cpu * 1e6 / static_cast<double>(delivered) : 0.0);
+      pct(0.99), rss_mb(pid), delivered ? cpu * 1e6 / static_cast<double>(delivered) : 0.0,
+      streamed.frame_bytes);
   return delivered == expected && polled.failed + streamed.failed == 0 ? 0 : 1;
 }

@@ -16,7 +16,8 @@
 # (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
-# many connections from one address need. Loopback only; bounded in time.
+# many connections from one address need, and its floor: the same connections and frame bytes
+# written with no daemon (push_floor.cpp). Loopback only; bounded in time.
 # With AMFGATE_BASELINE set to another amfgate binary (the code before a change, built as
 # build/bench is), it runs too, on the same defaults, in the same rounds: the before and after
 # of a change in one run (base-amf0, base-flex, and their ratios).
@@ -30,7 +31,7 @@ command -v wrk >/dev/null || { echo "load: wrk is missing (apt-get install wrk)"
 command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2; exit 1; }
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
 cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server amfgate_test_daemon \
-  push_load idle_conns >/dev/null
+  push_load push_floor idle_conns >/dev/null
 
 work=$(mktemp -d)
 pids=()
@@ -85,7 +86,7 @@ gate_t2=$!
 pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file" "$gate_t1"
   "$gate_t2")
 if [ -n "${AMFGATE_BASELINE:-}" ]; then
-  sed 's/18485/18488/' "$work/amfgate-log.json" >"$work/amfgate-base.json"
+  sed 's/18485/18495/' "$work/amfgate-log.json" >"$work/amfgate-base.json"
   "$AMFGATE_BASELINE" --config "$work/amfgate-base.json" >"$work/amfgate-base.log" &
   gate_base=$!
   pids+=("$gate_base")
@@ -115,8 +116,8 @@ for r in $(seq "$rounds"); do
   run amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
   run flex-log "$gate_log" http://127.0.0.1:18485/gateway "$work/flex-echo.amf"
   if [ -n "${AMFGATE_BASELINE:-}" ]; then
-    run base-amf0 "$gate_base" http://127.0.0.1:18488/gateway "$work/amf0-echo.amf"
-    run base-flex "$gate_base" http://127.0.0.1:18488/gateway "$work/flex-echo.amf"
+    run base-amf0 "$gate_base" http://127.0.0.1:18495/gateway "$work/amf0-echo.amf"
+    run base-flex "$gate_base" http://127.0.0.1:18495/gateway "$work/flex-echo.amf"
   fi
   run amf0-file "$gate_file" http://127.0.0.1:18486/gateway "$work/amf0-echo.amf"
   run threads-1 "$gate_t1" http://127.0.0.1:18491/gateway "$work/amf0-echo.amf"
@@ -146,9 +147,11 @@ awk -v rounds="$rounds" '
     c_rps = median(rps["ceiling"]); c_cpu = median(cpu["ceiling"])
     printf "%-12s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
-    split("ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file threads-1 " \
-          "threads-2 redis-anon redis-sess slow-quiet slow-busy", names, " ")
-    for (k = 1; k <= 13; k++) {
+    cases = "ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file threads-1 " \
+            "threads-2 redis-anon redis-sess slow-quiet slow-busy"
+    if ("base-amf0" in cpu) cases = cases " base-amf0 base-flex"
+    count = split(cases, names, " ")
+    for (k = 1; k <= count; k++) {
       n = names[k]
       printf "%-12s %9d %8.3f %8.3f %12.2f %10.2f %10.2f %7d\n", n, median(rps[n]), median(p50[n]),
         median(p99[n]), median(cpu[n]), median(rps[n]) / c_rps, c_cpu / median(cpu[n]), err[n]
@@ -253,3 +256,20 @@ echo "$line" | awk '{
          "RSS %.0f MB (goal < 150 MB), %.1f us cpu per delivery\n",
     v["delivered"], v["expected"], v["deliveries_per_s"], v["p50_ms"], v["p99_ms"], v["rss_mb"],
     v["cpu_us_per_delivery"] }'
+# The floor of the same push: 2,000 loopback connections, frames of the streamed size, 20 a
+# second, written by one thread with one send each and then gathered 4 to a writev, with no
+# daemon (push_floor.cpp): the kernel's share, and amfgate's CPU per delivery against it.
+frame=$(echo "$line" | tr ' ' '\n' | awk -F= '$1 == "stream_frame_bytes" && $2 > 0 { print $2 }')
+floor=$(build/bench/tests/bench/push_floor 2000 "${frame:-400}" 20 "$seconds" 4 || true)
+echo "floor: $floor"
+awk -v push="$line" -v floor="$floor" 'BEGIN {
+  n = split(push, p, " "); for (i = 1; i <= n; i++) { split(p[i], kv, "="); a[kv[1]] = kv[2] }
+  n = split(floor, q, " "); for (i = 1; i <= n; i++) { split(q[i], kv, "="); f[kv[1]] = kv[2] }
+  if (f["cpu_us_per_delivery"] <= 0 || f["gathered_cpu_us_per_delivery"] <= 0) {
+    print "push floor: no figure (push_floor failed)"; exit
+  }
+  printf "push floor, the same 2,000 connections and %d-byte frames with no daemon: %.2f us cpu " \
+         "per delivery with one send each, %.2f gathered 4 to a write; amfgate per delivery " \
+         "against them: %.1fx, %.1fx\n", f["frame_bytes"], f["cpu_us_per_delivery"],
+    f["gathered_cpu_us_per_delivery"], a["cpu_us_per_delivery"] / f["cpu_us_per_delivery"],
+    a["cpu_us_per_delivery"] / f["gathered_cpu_us_per_delivery"] }'
