@@ -622,6 +622,12 @@ std::string broker::owner(std::string_view client_id) const {
   return it == clients_.end() ? std::string() : it->second.owner;
 }
 
+bool broker::owned_by(std::string_view client_id, std::string_view session) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = clients_.find(client_id);
+  return it == clients_.end() || it->second.owner.empty() || it->second.owner == session;
+}
+
 void broker::rebind(std::string_view client_id, std::string_view from, std::string_view to) {
   const std::lock_guard lock(mutex_);
   const auto it = clients_.find(client_id);

@@ -130,11 +130,17 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
     small = false;
   };
   const std::string_view subscription_id = general ? "" : in.client_id.as_string();
-  co_await load_owned(client, cx.who);
+  if (needs_loading(client, cx.who)) co_await load_owned(client, cx.who);
   // A reply carries at most max_response_bytes, less room for the packet's other answers.
   const std::size_t max_bytes =
       max_response_bytes_ - std::min<std::size_t>(max_response_bytes_ / 2, 64 << 10);
-  broker::batch b = co_await broker_.async_poll(client, subscription_id, cx.who, max_bytes);
+  // (Through the share only with one: a coroutine's frame is an allocation.)
+  broker::batch b;
+  if (broker_.shared()) {
+    b = co_await broker_.async_poll(client, subscription_id, cx.who, max_bytes);
+  } else {
+    b = broker_.poll(client, subscription_id, cx.who, max_bytes);
+  }
   // With long-polling on, the reply says when to poll next: at once (client_wait) after a
   // poll that could park, later (busy_wait) after one that could not (in a batch, or past
   // the limits).
@@ -170,7 +176,11 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
           break;
         }
         const std::string_view all;  // a general poll: every subscription
-        b = co_await broker_.async_poll(client, all, cx.who, max_bytes);
+        if (broker_.shared()) {
+          b = co_await broker_.async_poll(client, all, cx.who, max_bytes);
+        } else {
+          b = broker_.poll(client, all, cx.who, max_bytes);
+        }
         if (!b.messages.empty() || !b.lost.empty() || why == broker::wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;
@@ -262,6 +272,10 @@ net::awaitable<void> channel::check_owner(std::string_view client, std::string_v
   if (!live.empty()) co_return;
   broker_.end(client);  // its session ended, and its subscriptions with it
   co_await broker_.save(client);
+}
+
+bool channel::needs_loading(std::string_view client, const caller& who) const {
+  return broker_.shared() || !broker_.owned_by(client, who.session);
 }
 
 net::awaitable<void> channel::load_owned(std::string_view client, caller who) {

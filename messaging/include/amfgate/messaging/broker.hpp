@@ -183,6 +183,11 @@ class broker final : public services::publisher {
   void end(std::string_view client);
   /// The session `client` is bound to: empty when it is bound to none, or unknown here.
   std::string owner(std::string_view client) const;
+  /// Whether `client` is bound to `session`, or to none (or is unknown here).
+  bool owned_by(std::string_view client, std::string_view session) const;
+  /// Whether a shared store holds the subscriptions: then `load`, `save` and `async_poll`
+  /// reach it, and without one they need not be awaited.
+  bool shared() const noexcept { return share_ != nullptr; }
   /// A login moved the session `from` to a new id `to`: a FlexClient bound to `from` follows.
   void rebind(std::string_view client, std::string_view from, std::string_view to);
   /// What waits for `client`: all its subscriptions (a general poll), or `subscription` only

@@ -101,6 +101,10 @@ class channel {
   /// SUBSCRIBE, UNSUBSCRIBE and MULTI_SUBSCRIBE.
   boost::asio::awaitable<void> subscription(const amf::flex::message& in,
                                             const amf::flex::message& ack, command_context& cx);
+  /// Whether a FlexClient needs `load_owned` before the channel acts on it: not without a
+  /// shared store when it is bound to the caller's session or to none (the usual poll, which
+  /// then awaits no coroutine of its own for it).
+  bool needs_loading(std::string_view client, const caller& who) const;
   /// A FlexClient, before the channel acts on it: read from the shared store (with several
   /// instances: its subscriptions, and whom it is bound to), then `check_owner`.
   boost::asio::awaitable<void> load_owned(std::string_view client, caller who);
