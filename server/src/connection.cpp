@@ -215,11 +215,7 @@ std::optional<http_reply> connection::refusal() {
                        std::chrono::seconds(1));
   }
   // Bodies are held in memory: they count against the budget of requests in flight.
-  if (const auto length = parser_->content_length(); length && !charge(*length)) {
-    return error_reply(503,
-                       "server busy: requests in flight hold the memory they may; retry later\n",
-                       std::chrono::seconds(1));
-  }
+  if (const auto length = parser_->content_length()) return charge(*length);
   return std::nullopt;
 }
 
@@ -247,13 +243,10 @@ net::awaitable<bool> connection::read_body() {
   std::optional<http_reply> answer;
   if (ec) {
     answer = read_failed(ec, false);
-  } else if (!length && !charge(parser_->get().body().size())) {  // chunked: its size now
-    answer =
-        error_reply(503, "server busy: requests in flight hold the memory they may; retry later\n",
-                    std::chrono::seconds(1));
-  } else {
-    co_return true;
+  } else if (!length) {  // chunked: its size now
+    answer = charge(parser_->get().body().size());
   }
+  if (!ec && !answer) co_return true;
   if (answer) co_await respond(std::move(*answer), false);
   co_return false;
 }
@@ -454,17 +447,18 @@ void connection::log_request(const http_reply& out, std::size_t bytes_out, std::
                    extra);
 }
 
-// Takes `bytes` from the budget of requests in flight; false (logged) when it has not that
-// much left.
-bool connection::charge(std::size_t bytes) {
+// Takes `bytes` from the budget of requests in flight; when it has not that much left, the
+// 503 that says so (logged).
+std::optional<http_reply> connection::charge(std::size_t bytes) {
   if (st_.budget.try_take(bytes)) {
     charged_ += bytes;
-    return true;
+    return std::nullopt;
   }
   st_.stats.busy_refused();
   st_.log->warn("{}: 503: requests in flight hold {} of {} bytes (limits.max_inflight_bytes)",
                 client_, st_.budget.used(), st_.budget.max());
-  return false;
+  return error_reply(503, "server busy: requests in flight hold the memory they may; retry later\n",
+                     std::chrono::seconds(1));
 }
 
 void connection::release_memory() {

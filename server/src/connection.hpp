@@ -259,7 +259,8 @@ class connection : public std::enable_shared_from_this<connection> {
   void watch_for_hangup();
   void stop_watching();
 
-  bool charge(std::size_t bytes);
+  /// Takes `bytes` from the budget of requests in flight; the 503 to answer when it is spent.
+  std::optional<http_reply> charge(std::size_t bytes);
   void release_memory();
   void expire_in(clock::duration d);
   void drain_idle();
