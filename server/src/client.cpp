@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "amf/base64.hpp"
 #include "amf/encode.hpp"
 #include "amf/packet.hpp"
 
@@ -177,30 +178,6 @@ std::string flex_request(std::span<const amf::value> messages) {
   return out;
 }
 
-namespace {
-std::string base64(std::string_view in) {
-  static constexpr char digits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    const unsigned n = (static_cast<unsigned char>(in[i]) << 16) |
-                       (static_cast<unsigned char>(in[i + 1]) << 8) |
-                       static_cast<unsigned char>(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += digits[(n >> s) & 63];
-  }
-  if (i < in.size()) {
-    unsigned n = static_cast<unsigned char>(in[i]) << 16;
-    if (i + 1 < in.size()) n |= static_cast<unsigned char>(in[i + 1]) << 8;
-    out += digits[(n >> 18) & 63];
-    out += digits[(n >> 12) & 63];
-    out += i + 1 < in.size() ? digits[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-}  // namespace
-
 amf::value flex_command(amf::document& doc, amf::flex::operation op, std::string_view dsid,
                         std::string_view login_user, std::string_view login_password) {
   amf::flex::message m;
@@ -209,7 +186,8 @@ amf::value flex_command(amf::document& doc, amf::flex::operation op, std::string
   const std::string id = amf::flex::new_uuid();
   m.message_id = doc.copy(id);
   m.body = op == amf::flex::operation::login
-               ? doc.string(base64(std::string(login_user) + ":" + std::string(login_password)))
+               ? doc.string(amf::base64_encode(std::string(login_user) + ":" +
+                                               std::string(login_password)))
                : amf::value::of(doc.object());
   amf::flex::set_header(doc, m, "DSMessagingVersion", amf::value::integer(1));
   amf::flex::set_header(doc, m, "DSId", doc.string(dsid.empty() ? "nil" : dsid));

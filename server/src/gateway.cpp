@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory_resource>
 
+#include "amf/base64.hpp"
 #include "amfgate/services/quote.hpp"
 #include "body_pool.hpp"
 #include "request_target.hpp"
@@ -84,32 +85,6 @@ struct gateway::pool_call {
 };
 
 namespace {
-
-std::string base64_decode(std::string_view in) {
-  auto digit = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+' || c == '-') return 62;
-    if (c == '/' || c == '_') return 63;
-    return -1;
-  };
-  std::string out;
-  unsigned acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') break;
-    const int d = digit(c);
-    if (d < 0) return {};
-    acc = (acc << 6) | static_cast<unsigned>(d);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  return out;
-}
 
 // A NetConnection call's fault: the object of its onStatus answer.
 amf::value status_object(amf::document& doc, const fault& f) {
@@ -735,7 +710,7 @@ void gateway::client_headers(request& rq, const amf::flex::message& in, amf::fle
 }
 
 net::awaitable<amf::value> gateway::flex_login(request_ptr rq, const amf::flex::message& in) {
-  const std::string cred = base64_decode(text(&in.body));
+  const std::string cred = amf::base64_decode(text(&in.body)).value_or("");
   const auto colon = cred.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == cred.size()) {
     throw fault("Client.Authentication", "Invalid credential format.");
