@@ -163,6 +163,20 @@ class reader {
       for (const auto& [name, ms] : v.items()) read_millis(ms, p + "/" + name, out[name]);
     });
   }
+  /// An object of "name": string.
+  void names_by_name(std::string_view key, std::map<std::string, std::string>& out,
+                     std::string_view expected) {
+    read(key, [&](const json& v, const std::string& p) {
+      if (!v.is_object()) return fail(p, expected, v);
+      for (const auto& [name, text] : v.items()) {
+        if (!text.is_string()) {
+          fail(p + "/" + name, "a string", text);
+        } else {
+          out[name] = text.get<std::string>();
+        }
+      }
+    });
+  }
   /// An array of sections, which replaces the default one.
   template <class S>
   void list(std::string_view key, std::vector<S>& out, std::string_view expected) {
@@ -301,6 +315,11 @@ class writer {
                       std::string_view) {
     json& all = slot(key) = json::object();
     for (const auto& [name, ms] : v) all[name] = ms.count();
+  }
+  void names_by_name(std::string_view key, const std::map<std::string, std::string>& v,
+                     std::string_view) {
+    json& all = slot(key) = json::object();
+    for (const auto& [name, text] : v) all[name] = text;
   }
   template <class S>
   void list(std::string_view key, std::vector<S>& v, std::string_view) {
@@ -509,6 +528,7 @@ void describe(V& v, destination_settings& d) {
     r.integer("max_messages", d.max_messages, 1, 10'000'000);
     r.integer("max_bytes", d.max_bytes, 1024, std::uint64_t{1} << 34);
   });
+  v.maybe_text("forward", d.forward);
   v.expect(!d.subtopic_separator.empty() && d.subtopic_separator.find('*') == std::string::npos,
            "subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
 }
@@ -536,6 +556,52 @@ void describe(V& v, messaging_settings& m) {
   v.sections("destinations", m.destinations, "an object of \"name\": destination");
   v.expect(m.stream_heartbeat >= milliseconds(100), "stream_heartbeat_ms",
            "at least 100 milliseconds", m.stream_heartbeat.count());
+}
+
+// What an upstream's url may be (the bridge parses it again, into its parts).
+bool valid_upstream_url(std::string_view u) {
+  const bool unix_socket = u.starts_with("unix:/") || u.starts_with("http://unix:/");
+  const bool web =
+      (u.starts_with("http://") && u.size() > 7) || (u.starts_with("https://") && u.size() > 8);
+  return (unix_socket || web) && u.find_first_of(" \t\r\n") == std::string_view::npos;
+}
+
+template <class V>
+void describe(V& v, upstream_settings& u) {
+  v.text("url", u.url);
+  v.one_of("mapping", u.mapping, {"plain", "typed"});
+  v.integer("max_connections", u.max_connections, 1, 100'000);
+  v.integer("max_inflight", u.max_inflight, 1, 1'000'000);
+  v.millis("connect_timeout_ms", u.connect_timeout);
+  v.millis("read_timeout_ms", u.read_timeout);
+  v.millis("idle_timeout_ms", u.idle_timeout);
+  v.integer("failure_threshold", u.failure_threshold, 1, 1'000'000);
+  v.millis("down_ms", u.down);
+  v.maybe_text("ca_file", u.ca_file);
+  v.strings("forward_headers", u.forward_headers);
+  v.integer("max_request_bytes", u.max_request_bytes, 1024, std::uint64_t{1} << 32);
+  v.expect(valid_upstream_url(u.url), "url",
+           "http://host[:port]/path/, https://..., unix:/path.sock or "
+           "http://unix:/path.sock:/path/",
+           u.url);
+  v.expect(u.max_inflight >= u.max_connections, "max_inflight",
+           "at least max_connections (" + std::to_string(u.max_connections) + ")", u.max_inflight);
+}
+
+template <class V>
+void describe(V& v, publish_settings& p) {
+  v.boolean("enabled", p.enabled);
+  v.text("path", p.path);
+  v.strings("tokens", p.tokens);
+  v.strings("roles", p.roles);
+  v.expect(p.path.starts_with('/') && p.path.ends_with('/'), "path",
+           "a path that starts and ends with /", p.path);
+  for (std::size_t i = 0; i < p.tokens.size(); ++i) {
+    v.expect(p.tokens[i].size() >= 16, "tokens/" + std::to_string(i),
+             "a token of at least 16 characters", std::string(p.tokens[i].size(), '*'));
+  }
+  v.require(!p.enabled || !p.tokens.empty() || !p.roles.empty(), "enabled",
+            "publishing needs \"tokens\" or \"roles\": it is never open to anyone");
 }
 
 template <class V>
@@ -566,6 +632,19 @@ void describe(V& v, gateway_config& c) {
   v.section("messaging", c.messaging);
   v.list("users", c.users, "an array of users");
   v.sections("access", c.access, "an object of \"Service[.method]\": rule");
+  v.sections("upstreams", c.upstreams, "an object of \"name\": upstream");
+  v.names_by_name("bridge", c.bridge, "an object of \"Service[.method]\": upstream name");
+  for (const auto& [target, upstream] : c.bridge) {
+    v.expect(c.upstreams.count(upstream) > 0, "bridge/" + target, "the name of an upstream",
+             upstream);
+    v.expect(!target.empty() && target.front() != '.' && target.back() != '.', "bridge/" + target,
+             "a target \"Service\" or \"Service.method\"", target);
+  }
+  for (const auto& [name, d] : c.messaging.destinations) {
+    v.expect(d.forward.empty() || c.upstreams.count(d.forward) > 0,
+             "messaging/destinations/" + name + "/forward", "the name of an upstream", d.forward);
+  }
+  v.section("publish", c.publish);
   v.objects("services", c.services, "an object of \"Service\": its settings",
             "an object (the service's own settings)");
 }

@@ -164,6 +164,34 @@ TEST(Config, MessagingDestinations) {
                 "no '*'), got \"\""}));
 }
 
+TEST(Config, UpstreamsBridgeAndPublish) {
+  const gateway_config c = parse(R"({"upstreams": {"crm": {"url": "unix:/run/app.sock",
+      "mapping": "typed", "max_connections": 4}}, "bridge": {"UserService": "crm",
+      "Orders.place": "crm"}, "messaging": {"destinations": {"chat": {"forward": "crm"}}},
+      "publish": {"enabled": true, "tokens": ["0123456789abcdef"]}})");
+  EXPECT_EQ(c.upstreams.at("crm").mapping, "typed");
+  EXPECT_EQ(c.upstreams.at("crm").max_inflight, 64u);
+  EXPECT_EQ(c.bridge.at("Orders.place"), "crm");
+  EXPECT_EQ(c.messaging.destinations.at("chat").forward, "crm");
+  EXPECT_EQ(to_json_text(parse(to_json_text(c))), to_json_text(c));
+
+  EXPECT_EQ(errors_of(R"({"upstreams": {"a": {"url": "ftp://x", "max_connections": 8,
+      "max_inflight": 2}}, "bridge": {"S": "b", ".m": "a"},
+      "messaging": {"destinations": {"d": {"forward": "c"}}},
+      "publish": {"enabled": true, "tokens": ["short"]}})"),
+            (std::vector<std::string>{
+                "/upstreams/a/url: expected http://host[:port]/path/, https://..., "
+                "unix:/path.sock or http://unix:/path.sock:/path/, got \"ftp://x\"",
+                "/upstreams/a/max_inflight: expected at least max_connections (8), got 2",
+                "/bridge/.m: expected a target \"Service\" or \"Service.method\", got \".m\"",
+                "/bridge/S: expected the name of an upstream, got \"b\"",
+                "/messaging/destinations/d/forward: expected the name of an upstream, got \"c\"",
+                "/publish/tokens/0: expected a token of at least 16 characters, got \"*****\""}));
+  EXPECT_EQ(errors_of(R"({"publish": {"enabled": true}})"),
+            std::vector<std::string>{"/publish/enabled: publishing needs \"tokens\" or "
+                                     "\"roles\": it is never open to anyone"});
+}
+
 TEST(Config, MessagingHasAStoreOfItsOwn) {
   const gateway_config defaults;
   EXPECT_EQ(defaults.messaging_store(), "memory");
@@ -194,6 +222,8 @@ TEST(Config, ShippedFilesParseAndTheDefaultsFileIsTheDefaults) {
 TEST(Config, EveryKeyPrintedParsesBackAndIsDocumented) {
   gateway_config c = load(AMFGATE_SOURCE_DIR "/config/example.json");
   c.sessions.store = "redis";
+  c.upstreams["crm"].url = "http://127.0.0.1:5000/amf/";
+  c.bridge["UserService"] = "crm";
   const std::string printed = to_json_text(c);
   EXPECT_EQ(to_json_text(parse(printed)), printed);
 
@@ -202,8 +232,12 @@ TEST(Config, EveryKeyPrintedParsesBackAndIsDocumented) {
     if (page.path().extension() == ".md") docs += read(page.path().string());
   }
   // Names under these keys are the user's own (services, users, rules), not settings.
-  const std::set<std::string> named_by_user = {"/access", "/services", "/users",
-                                               "/limits/call_timeouts", "/messaging/destinations"};
+  const std::set<std::string> named_by_user = {"/access",
+                                               "/services",
+                                               "/users",
+                                               "/bridge",
+                                               "/limits/call_timeouts",
+                                               "/messaging/destinations"};
   std::vector<std::string> undocumented;
   std::function<void(const nlohmann::json&, const std::string&)> walk =
       [&](const nlohmann::json& j, const std::string& path) {

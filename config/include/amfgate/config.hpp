@@ -165,6 +165,9 @@ struct destination_settings {
   /// go first past either bound (consumers behind are told how many they lost).
   std::size_t max_messages = 1000;
   std::size_t max_bytes = std::size_t{1} << 20;
+  /// An upstream (`upstreams.<name>`) that gets what Flex Producers send here, after it is
+  /// published: POST <url>_messages/<destination>, at most once (README, "The bridge").
+  std::string forward;
 };
 
 /// Flex messaging (Producer/Consumer) over the gateway paths.
@@ -207,6 +210,45 @@ struct messaging_settings {
   std::map<std::string, destination_settings> destinations;
 };
 
+/// An HTTP/JSON service that AMF calls are bridged to (`upstreams.<name>`): each call is a
+/// POST of JSON to `url` + "Service/method" on a pooled keep-alive connection.
+struct upstream_settings {
+  /// "http://host[:port]/path/", "https://host[:port]/path/" (verified against the system's
+  /// CAs, or `ca_file`), or a Unix socket: "unix:/run/app.sock" or
+  /// "http://unix:/run/app.sock:/path/" (nginx's form).
+  std::string url;
+  /// "plain": the JSON a backend's developers write (_explicitType, ISO dates, _bytes);
+  /// "typed": the lossless typed JSON of the JSON endpoint (docs/typed-json.md).
+  std::string mapping = "plain";
+  std::size_t max_connections = 16;  ///< open to it, busy and idle
+  /// Calls at once; past max_connections they wait for a connection; past this, Server.Busy.
+  std::size_t max_inflight = 64;
+  milliseconds connect_timeout{2'000};
+  milliseconds read_timeout{30'000};  ///< for its answer (the call's deadline cuts it shorter)
+  /// A pooled connection idle this long is closed (keep it under the backend's keep-alive).
+  milliseconds idle_timeout{30'000};
+  /// Consecutive failures (no connection, timeout, a broken answer, 502/503/504) after which
+  /// calls fail fast with Server.Upstream.Unavailable for `down_ms`; then one call tries again.
+  std::size_t failure_threshold = 5;
+  milliseconds down{5'000};
+  std::string ca_file;  ///< https: a PEM file of CAs to trust instead of the system's
+  /// The AMF packet headers passed on in the call's "headers" (none by default).
+  std::vector<std::string> forward_headers;
+  /// A call's JSON body past this is refused (Client.Upstream.TooLarge) before it is sent.
+  std::size_t max_request_bytes = std::size_t{16} << 20;
+};
+
+/// POST /publish/<destination>: a backend publishes to Flex consumers (README, "Publishing
+/// from a backend"). Off unless enabled; refuses anyone without a token or role below.
+struct publish_settings {
+  bool enabled = false;
+  std::string path = "/publish/";
+  /// "Authorization: Bearer <token>" with one of these.
+  std::vector<std::string> tokens;
+  /// Or a session logged in with one of these roles.
+  std::vector<std::string> roles;
+};
+
 struct gateway_config {
   listen_settings listen;
   unsigned threads = 0;  ///< I/O threads; 0 = one per CPU of the daemon's affinity mask
@@ -234,6 +276,10 @@ struct gateway_config {
   messaging_settings messaging;
   std::vector<user> users;
   std::map<std::string, access_rule, std::less<>> access;  ///< looked up by string_view
+  std::map<std::string, upstream_settings> upstreams;
+  /// "Service" or "Service.method": the upstream (by name) that answers its calls.
+  std::map<std::string, std::string> bridge;
+  publish_settings publish;
   /// Each application service's own settings, "services": {"<Name>": {...}}, kept as JSON
   /// text for the service's setup to read (amfgate/service_settings.hpp).
   std::map<std::string, std::string> services;
