@@ -18,6 +18,7 @@ set_target_properties(amf_json PROPERTIES EXPORT_NAME json)
 set_target_properties(amfgate_config PROPERTIES EXPORT_NAME config)
 set_target_properties(amfgate_services PROPERTIES EXPORT_NAME services)
 set_target_properties(amfgate_messaging PROPERTIES EXPORT_NAME messaging)
+set_target_properties(amfgate_bridge PROPERTIES EXPORT_NAME bridge)
 set_target_properties(amfgate_redis PROPERTIES EXPORT_NAME redis)
 set_target_properties(amfgate_server PROPERTIES EXPORT_NAME server)
 set_target_properties(amfgate_client PROPERTIES EXPORT_NAME client)
@@ -27,12 +28,13 @@ install(TARGETS amf_codec amf_json
         EXPORT amfgateCodecTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS amfgate_config amfgate_services amfgate_messaging amfgate_redis amfgate_server amfgate_client
-                amfgate_daemon
+install(TARGETS amfgate_config amfgate_services amfgate_messaging amfgate_bridge amfgate_redis
+                amfgate_server amfgate_client amfgate_daemon
         EXPORT amfgateTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir codec/include config/include services/include messaging/include server/include)
+foreach(dir codec/include config/include services/include messaging/include bridge/include
+            server/include)
   install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 endforeach()
 set(config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/amfgate)
@@ -67,7 +69,8 @@ set(CPACK_COMPONENT_DAEMON_DESCRIPTION
     "AMF remoting gateway for Flash, Flex, AIR, Apache Royale and Ruffle clients")
 
 # The -dev packages of what the package config finds, and of the libraries that the static
-# libraries link (libcrypt for password hashes, libcrypto for credential digests).
+# libraries link (libcrypt for password hashes, libcrypto for credential digests, libssl for the
+# bridge's https upstreams).
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME amfgate-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS

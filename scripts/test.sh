@@ -132,16 +132,17 @@ fuzz() {
     -DAMFGATE_SANITIZE=ON -DAMFGATE_TESTS=OFF -DAMFGATE_BENCH=OFF || return 1
   local work
   work=$(mktemp -d)
-  mkdir -p "$work"/{amf0,amf3,packet,json,gateway,selector}
+  mkdir -p "$work"/{amf0,amf3,packet,json,gateway,selector,bridge}
   cp "$shared"/corpus/rocketamf/objects/amf0-* "$work/amf0/"
   cp "$shared"/corpus/rocketamf/objects/amf3-* "$shared"/corpus/phpamf/Parse/mock/* "$work/amf3/"
   cp "$shared"/corpus/rocketamf/request/* "$shared"/corpus/phpamf/Request/mock/* "$work/packet/"
   cp "$work"/packet/* "$work/gateway/"
   cp "$root"/tests/fuzz/json_seeds/* "$work/json/"
+  cp "$root"/tests/fuzz/json_seeds/* "$shared"/corpus/rocketamf/objects/amf3-* "$work/bridge/"
   cp "$root"/tests/fuzz/selector_seeds/* "$work/selector/"
   cp "$root"/tests/fuzz/gateway_seeds/* "$work/gateway/"
   local ok=0
-  for t in amf0 amf3 packet json gateway selector; do
+  for t in amf0 amf3 packet json gateway selector bridge; do
     echo "-- fuzz_$t for ${fuzz_seconds}s"
     if ! (cd "$work" && "$root/build/fuzz/tests/fuzz/fuzz_$t" -max_total_time="$fuzz_seconds" \
       -print_final_stats=1 "$t" 2>&1 | tail -4); then

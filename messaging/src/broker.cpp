@@ -248,16 +248,17 @@ boost::asio::awaitable<void> broker::send(const amf::flex::message& in, const pr
   auto m = store(d.name, in.body, amf::value::of(h), ttl);
   m->message_id = in.message_id.empty() ? amf::flex::new_uuid() : std::string(in.message_id);
   if (in.timestamp > 0) m->timestamp = in.timestamp;
-  m->subtopic = std::move(subtopic);
+  m->subtopic = subtopic;
   if (share_) {
     try {
       co_await share_->append(std::move(m));  // comes back through `mirror`
     } catch (const store_unavailable& e) {
       throw unavailable(e);
     }
-    co_return;
+  } else {
+    append_and_wake(d, std::move(m));
   }
-  append_and_wake(d, std::move(m));
+  if (forwarder_ && !d.cfg.forward.empty()) forwarder_->forward(d.cfg.forward, in, subtopic, user);
 }
 
 std::shared_ptr<broker::stored> broker::restore(std::string destination, std::uint64_t index,

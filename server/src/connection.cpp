@@ -279,6 +279,7 @@ void connection::prepare_request() {
   in_.cookie = request_[http::field::cookie];
   in_.origin = request_[http::field::origin];
   in_.user_agent = request_[http::field::user_agent];
+  in_.authorization = request_[http::field::authorization];
   in_.version = request_.version();
   bytes_in_ = request_.body().size();
   in_.body = std::move(request_.body());

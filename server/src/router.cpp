@@ -46,16 +46,18 @@ class flex_stream final : public body_stream {
 router::router(const config::gateway_config& cfg, gateway& gw, messaging::channel& channel,
                const services::registry& services, const metrics& m,
                services::session_store& sessions, worker_pool& workers,
-               std::shared_ptr<spdlog::logger> log)
+               const bridge::bridge& bridged, std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg),
       gateway_(gw),
       channel_(channel),
       metrics_(m),
+      bridge_(bridged),
       sessions_(sessions),
       workers_(workers),
       log_(std::move(log)),
       json_(cfg, gw, services, log_),
-      console_(services) {
+      console_(services),
+      publish_(cfg.publish, cfg.limits.max_depth, channel.messages(), log_) {
   if (cfg_.crossdomain) crossdomain_ = crossdomain_policy(*cfg_.crossdomain);
   if (cfg_.cors.allow_credentials) {
     // A cookie crosses origins only as SameSite=None, which browsers take with Secure only.
@@ -135,18 +137,22 @@ http_reply cross_site_refusal() {
   return r;
 }
 
+// 405 to a request of a path that `what` answers, which takes POST only.
+http_reply post_only(std::string_view what) {
+  http_reply r;
+  r.status = 405;
+  r.headers.emplace_back("Allow", "POST");
+  r.body = "method not allowed: " + std::string(what) + " takes POST\n";
+  return r;
+}
+
 }  // namespace
 
 // POST /json/login, /json/logout, /json/<Service>/<method> (the service name may hold dots,
 // the method none).
 net::awaitable<http_reply> router::json_route(std::string_view path, http_request& req) {
+  if (req.method != "POST") co_return post_only("the JSON endpoint");
   http_reply r;
-  if (req.method != "POST") {
-    r.status = 405;
-    r.headers.emplace_back("Allow", "POST");
-    r.body = "method not allowed: the JSON endpoint takes POST\n";
-    co_return r;
-  }
   if (cross_site_type(req.content_type)) co_return cross_site_refusal();
   const std::string_view rest = path.substr(6);
   exchange ex = exchange_for(req);
@@ -169,27 +175,50 @@ net::awaitable<http_reply> router::json_route(std::string_view path, http_reques
   co_return r;
 }
 
-net::awaitable<bool> router::console_allowed(const http_request& req) {
-  if (cfg_.users.empty()) co_return true;
+net::awaitable<bool> router::logged_in_with(const http_request& req,
+                                            const std::vector<std::string>& roles) {
   const std::string id = session_id(req);
   if (id.empty()) co_return false;
   std::optional<services::session> s;
   try {
     s = co_await sessions_.async_find(id);
   } catch (const services::store_unavailable& e) {
-    log_->warn("console: {}", e.what());
+    log_->warn("{}: {}", path_of(req.target), e.what());
     co_return false;
   }
   if (!s || !s->user) co_return false;
-  if (cfg_.console.roles.empty()) co_return true;
-  for (const auto& role : cfg_.console.roles) {
+  if (roles.empty()) co_return true;
+  for (const auto& role : roles) {
     if (s->user->has_role(role)) co_return true;
   }
   co_return false;
 }
 
+net::awaitable<http_reply> router::publish_route(std::string_view destination, http_request& req) {
+  if (req.method != "POST") co_return post_only("publishing");
+  http_reply r;
+  const auto token = publish_.check(req);
+  bool allowed = token == publish_api::token::right;
+  if (!allowed && token == publish_api::token::none && !cfg_.publish.roles.empty()) {
+    allowed = co_await logged_in_with(req, cfg_.publish.roles);
+  }
+  if (!allowed) {
+    const bool asked = token != publish_api::token::none || !session_id(req).empty();
+    log_->warn("publish to {} from {} refused: {}", services::quoted(destination), req.client,
+               token == publish_api::token::wrong ? "a wrong token"
+               : asked                            ? "a session without a publishing role"
+                                                  : "no credentials");
+    r.status = asked ? 403 : 401;
+    if (!asked) r.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"amfgate publish\"");
+    r.body = asked ? "not allowed to publish\n" : "publishing needs a token or a login\n";
+    co_return r;
+  }
+  co_return publish_.publish(destination, req);
+}
+
 // The page and its files for anyone (it asks for a login itself); the services, calls and
-// decodes for whom console_allowed lets in.
+// decodes, with users configured, for a session logged in with one of console.roles (any role
+// if none); with no users configured the console is open (a development setup).
 net::awaitable<http_reply> router::console_route(std::string_view path, http_request& req) {
   const bool get = req.method == "GET" || req.method == "HEAD";
   if (get) {
@@ -212,8 +241,8 @@ net::awaitable<http_reply> router::console_route(std::string_view path, http_req
     co_return r;
   }
   if (req.method == "POST" && cross_site_type(req.content_type)) co_return cross_site_refusal();
-  if (data) {
-    bool allowed = co_await console_allowed(req);
+  if (data && !cfg_.users.empty()) {
+    bool allowed = co_await logged_in_with(req, cfg_.console.roles);
     if (!allowed) {
       r.status = 401;
       r.content_type = "application/json";
@@ -252,6 +281,7 @@ net::awaitable<http_reply> router::metrics_page() {
   r.content_type = "text/plain; version=0.0.4";
   r.body = metrics_.render(count, workers_.snapshot(), channel_.messages().snapshot(),
                            logging::dropped_lines());
+  bridge_.render(r.body);
   co_return r;
 }
 
@@ -356,6 +386,9 @@ net::awaitable<http_reply> router::route(http_request& req) {
   }
   if ((path == "/console" || path.starts_with("/console/")) && cfg_.console_enabled()) {
     return console_route(path, req);
+  }
+  if (cfg_.publish.enabled && path.starts_with(cfg_.publish.path)) {
+    return publish_route(path.substr(cfg_.publish.path.size()), req);
   }
   const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";
   if (!known) return text(404, "not found\n");

@@ -9,6 +9,7 @@
 
 #include "amfgate/run.hpp"
 
+#include "amfgate/bridge/bridge.hpp"
 #include "amfgate/config.hpp"
 #include "amfgate/server/client.hpp"
 #include "amfgate/server/gateway.hpp"
@@ -214,10 +215,13 @@ int run(int argc, char** argv, const setup& bind_services) {
   // The message broker of Flex messaging, which services publish through.
   amfgate::messaging::broker broker(cfg.messaging);
   amfgate::services::registry services;
+  std::optional<amfgate::bridge::bridge> bridged;
   try {
+    bridged.emplace(cfg);
     services.publish_through(broker);
     amfgate::services::add_echo_service(services);
     if (bind_services) bind_services(services, cfg);
+    bridged->bind(services);
     if (cfg.introspection_enabled()) amfgate::services::add_introspection_service(services);
     services.freeze();
   } catch (const amfgate::config::error& e) {
@@ -247,7 +251,10 @@ int run(int argc, char** argv, const setup& bind_services) {
     auto& sessions = *store;
     amfgate::messaging::channel flex(broker, sessions, cfg.limits.max_response_bytes);
     amfgate::server::gateway gw(cfg, services, flex, sessions, auth, server.workers(), stats, log);
-    amfgate::server::router routes(cfg, gw, flex, services, stats, sessions, server.workers(), log);
+    amfgate::server::router routes(cfg, gw, flex, services, stats, sessions, server.workers(),
+                                   *bridged, log);
+    bridged->start(log, server.executor());
+    broker.forward_through(&*bridged);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
     const auto share = make_messaging_store(cfg, log);
     struct unshare {

@@ -45,6 +45,10 @@ void argument_count(const call_context& ctx, std::size_t expected, std::size_t g
 
 }  // namespace detail
 
+namespace {
+constexpr std::string_view any_method = "*";
+}
+
 registry::registry() : classes_(amf::class_registry::builtin()) {}
 
 services::publisher& registry::publisher() const {
@@ -71,10 +75,15 @@ void registry::add(std::string_view service, std::string_view method_name, metho
   }
 }
 
+void registry::add_any(std::string_view service, method m) {
+  add(service, any_method, std::move(m));
+}
+
 const method* registry::find(std::string_view service, std::string_view method_name) const {
   auto s = services_.find(service);
   if (s == services_.end()) return nullptr;
   auto m = s->second.find(method_name);
+  if (m == s->second.end()) m = s->second.find(any_method);
   return m == s->second.end() ? nullptr : &m->second;
 }
 

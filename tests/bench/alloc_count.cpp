@@ -204,7 +204,9 @@ int main(int argc, char** argv) {
   server::http_server http(cfg, stats, log, access);
   messaging::channel flex_channel(broker, sessions, cfg.limits.max_response_bytes);
   server::gateway gw(cfg, registry, flex_channel, sessions, users, http.workers(), stats, log);
-  server::router routes(cfg, gw, flex_channel, registry, stats, sessions, http.workers(), log);
+  bridge::bridge none(cfg);
+  server::router routes(cfg, gw, flex_channel, registry, stats, sessions, http.workers(), none,
+                        log);
   std::thread serving([&] { http.run(routes.routes()); });
   uncounted = true;
   while (http.port() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));

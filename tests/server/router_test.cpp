@@ -69,7 +69,8 @@ class Router : public ::testing::Test {
   std::shared_ptr<spdlog::logger> log_ =
       std::make_shared<spdlog::logger>("test", std::make_shared<spdlog::sinks::null_sink_mt>());
   gateway gateway_{cfg_, registry_, channel_, sessions_, users_, pool_, stats_, log_};
-  router router_{cfg_, gateway_, channel_, registry_, stats_, sessions_, pool_, log_};
+  bridge::bridge bridge_{cfg_};
+  router router_{cfg_, gateway_, channel_, registry_, stats_, sessions_, pool_, bridge_, log_};
 };
 
 TEST_F(Router, HealthzAnswersUntilTheDrainBegins) {

@@ -60,6 +60,16 @@ struct caller {
   std::string_view session, address;
 };
 
+/// Told of what Flex Producers send to a destination whose settings name an upstream in
+/// `forward` (the bridge), after it is published. It copies what it keeps before it returns,
+/// and never blocks.
+class forwarder {
+ public:
+  virtual ~forwarder() = default;
+  virtual void forward(std::string_view upstream, const amf::flex::message& m,
+                       std::string_view subtopic, const services::principal* user) = 0;
+};
+
 class broker final : public services::publisher {
  public:
   /// A message as a destination keeps it: owned, read by any number of subscriptions.
@@ -155,6 +165,9 @@ class broker final : public services::publisher {
   /// Shares destinations and subscriptions with other instances through `share`, which
   /// outlives its use here (null: no more). Before `start`.
   void share(shared_store* share);
+  /// Where destinations with `forward` send what Producers publish (null: nowhere). Before
+  /// `start`.
+  void forward_through(forwarder* f) { forwarder_ = f; }
   void start(boost::asio::any_io_executor executor);
   /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
   boost::asio::awaitable<void> send(const amf::flex::message& m, const services::principal* user);
@@ -335,6 +348,7 @@ class broker final : public services::publisher {
   std::vector<std::function<void(boost::asio::any_io_executor)>> start_tasks_;
   std::optional<boost::asio::any_io_executor> executor_;
   shared_store* share_ = nullptr;
+  forwarder* forwarder_ = nullptr;
 };
 
 }  // namespace amfgate::messaging

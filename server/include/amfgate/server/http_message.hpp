@@ -54,9 +54,10 @@ struct http_request {
   std::string_view cookie;  ///< the Cookie header
   std::string_view origin;  ///< the Origin header (browsers)
   std::string_view user_agent;
-  unsigned version = 11;                        ///< HTTP/1.1: 11
-  std::string body;                             ///< moved to the gateway by `route`
-  std::string client;                           ///< "address:port"
+  std::string_view authorization;  ///< the Authorization header (the publish endpoint's token)
+  unsigned version = 11;           ///< HTTP/1.1: 11
+  std::string body;                ///< moved to the gateway by `route`
+  std::string client;              ///< "address:port"
   std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
   /// See exchange::on_wait and exchange::on_park.
   std::function<void()> on_wait;

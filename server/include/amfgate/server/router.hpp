@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "amfgate/bridge/bridge.hpp"
 #include "amfgate/config.hpp"
 #include "amfgate/messaging/channel.hpp"
 #include "amfgate/server/console.hpp"
@@ -19,6 +20,7 @@
 #include "amfgate/server/http_message.hpp"
 #include "amfgate/server/json_api.hpp"
 #include "amfgate/server/metrics.hpp"
+#include "amfgate/server/publish_api.hpp"
 #include "amfgate/server/workers.hpp"
 
 namespace spdlog {
@@ -31,7 +33,7 @@ class router {
  public:
   router(const config::gateway_config& cfg, gateway& gw, messaging::channel& channel,
          const services::registry& services, const metrics& m, services::session_store& sessions,
-         worker_pool& workers, std::shared_ptr<spdlog::logger> log);
+         worker_pool& workers, const bridge::bridge& bridged, std::shared_ptr<spdlog::logger> log);
 
   /// Answers `req`: the coroutine, to run on the connection's executor (see gateway::handle),
   /// that answers it. May throw as it picks one.
@@ -65,18 +67,23 @@ class router {
   boost::asio::awaitable<http_reply> stream_route(std::string_view command, http_request& req,
                                                   http_reply r);
   boost::asio::awaitable<http_reply> console_route(std::string_view path, http_request& req);
-  /// With users configured: a session logged in with one of console.roles (any if none).
-  boost::asio::awaitable<bool> console_allowed(const http_request& req);
+  /// POST <publish.path><destination>, for a token or a session with one of publish.roles.
+  boost::asio::awaitable<http_reply> publish_route(std::string_view destination, http_request& req);
+  /// A session of `req` logged in with one of `roles` (any role if there are none).
+  boost::asio::awaitable<bool> logged_in_with(const http_request& req,
+                                              const std::vector<std::string>& roles);
 
   const config::gateway_config& cfg_;
   gateway& gateway_;
   messaging::channel& channel_;
   const metrics& metrics_;
+  const bridge::bridge& bridge_;
   services::session_store& sessions_;
   worker_pool& workers_;
   std::shared_ptr<spdlog::logger> log_;
   json_api json_;
   console console_;
+  publish_api publish_;
   std::string crossdomain_;
   std::string cookie_attributes_;  ///< "; Path=/; HttpOnly; SameSite=Lax[; Secure]"
   std::string cors_headers_;       ///< cors.allow_headers, comma-separated

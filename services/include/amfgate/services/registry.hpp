@@ -298,6 +298,10 @@ class registry {
 
   /// Adds a prepared method (for handlers that take the arguments as they come).
   void add(std::string_view service, std::string_view method_name, method m);
+  /// Adds a method that answers every method of `service` that is not bound by name (the
+  /// bridge's "Service": upstream); `call_context::method` tells which was called. It is
+  /// described as the method "*".
+  void add_any(std::string_view service, method m);
 
   const method* find(std::string_view service, std::string_view method_name) const;
   bool has_service(std::string_view service) const;
