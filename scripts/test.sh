@@ -138,7 +138,8 @@ fuzz() {
   cp "$shared"/corpus/rocketamf/request/* "$shared"/corpus/phpamf/Request/mock/* "$work/packet/"
   cp "$work"/packet/* "$work/gateway/"
   cp "$root"/tests/fuzz/json_seeds/* "$work/json/"
-  cp "$root"/tests/fuzz/json_seeds/* "$shared"/corpus/rocketamf/objects/amf3-* "$work/bridge/"
+  cp "$root"/tests/fuzz/json_seeds/* "$root"/tests/fuzz/bridge_seeds/* \
+    "$shared"/corpus/rocketamf/objects/amf3-* "$work/bridge/"
   cp "$root"/tests/fuzz/selector_seeds/* "$work/selector/"
   cp "$root"/tests/fuzz/gateway_seeds/* "$work/gateway/"
   local ok=0

@@ -203,10 +203,10 @@ class from_json {
       case ordered_json::value_t::number_integer:
       case ordered_json::value_t::number_unsigned: {
         // AMF3's integer holds 29 bits; wider integers go as Numbers.
-        if (j.is_number_integer() && j.get<std::int64_t>() >= -(1 << 28) &&
-            j.get<std::int64_t>() < (1 << 28)) {
-          return amf::value::integer(static_cast<std::int32_t>(j.get<std::int64_t>()));
-        }
+        const bool small = j.is_number_unsigned() ? j.get<std::uint64_t>() < (1u << 28)
+                                                  : j.get<std::int64_t>() >= -(1 << 28) &&
+                                                        j.get<std::int64_t>() < (1 << 28);
+        if (small) return amf::value::integer(static_cast<std::int32_t>(j.get<std::int64_t>()));
         return amf::value::number(j.get<double>());
       }
       case ordered_json::value_t::number_float:
@@ -293,7 +293,9 @@ class from_json {
 }  // namespace
 
 std::string iso8601(double millis) {
-  if (!std::isfinite(millis)) return "";
+  // ECMAScript's dates: 100,000,000 days either side of 1970. Past them, no date (Flash's
+  // Date is invalid there too).
+  if (!(std::fabs(millis) <= 8.64e15)) return "";
   const auto ms = static_cast<std::int64_t>(std::floor(millis));
   std::int64_t days = ms / 86'400'000;
   std::int64_t rest = ms % 86'400'000;

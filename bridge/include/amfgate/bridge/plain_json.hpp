@@ -50,7 +50,8 @@ ordered_json to_plain(const amf::value& v, const mapping_limits& limits = {});
 /// malformed _bytes or _date.
 amf::value from_plain(amf::document& doc, const ordered_json& j, const mapping_limits& limits = {});
 
-/// Milliseconds since 1970 as "YYYY-MM-DDTHH:MM:SS.mmmZ"; and back (any offset, "Z" or
+/// Milliseconds since 1970 as "YYYY-MM-DDTHH:MM:SS.mmmZ" ("" past ECMAScript's dates, or NaN;
+/// years past 9999 have more digits); and back (any offset, "Z" or
 /// "+hh:mm", fraction optional), nullopt if it is not one.
 std::string iso8601(double millis);
 std::optional<double> parse_iso8601(std::string_view text);
