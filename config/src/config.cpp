@@ -594,6 +594,7 @@ void describe(V& v, publish_settings& p) {
   v.text("path", p.path);
   v.strings("tokens", p.tokens);
   v.strings("roles", p.roles);
+  v.maybe_section("listen", p.listen);
   v.expect(p.path.starts_with('/') && p.path.ends_with('/'), "path",
            "a path that starts and ends with /", p.path);
   for (std::size_t i = 0; i < p.tokens.size(); ++i) {

@@ -95,8 +95,8 @@ void pooled_body::reader::init(const boost::optional<std::uint64_t>& length,
   http::string_body::reader::init(length, ec);
 }
 
-connection::connection(tcp::socket&& socket, shared_state& st)
-    : stream_(std::move(socket)), deadline_(stream_.get_executor()), st_(st) {
+connection::connection(tcp::socket&& socket, shared_state& st, unsigned listener)
+    : stream_(std::move(socket)), deadline_(stream_.get_executor()), st_(st), listener_(listener) {
   beast::error_code ec;
   const auto ep = stream_.socket().remote_endpoint(ec);
   address_ = ec ? "unknown" : ep.address().to_string();
@@ -284,6 +284,7 @@ void connection::prepare_request() {
   bytes_in_ = request_.body().size();
   in_.body = std::move(request_.body());
   in_.client = client_;
+  in_.listener = listener_;
   in_.memory = &st_.arenas;
   in_.on_wait = [this] { watch_for_hangup(); };  // runs within route(): `this` lives
   in_.on_park = [this](bool parked) {

@@ -197,7 +197,8 @@ struct pooled_body {
 
 class connection : public std::enable_shared_from_this<connection> {
  public:
-  connection(boost::asio::ip::tcp::socket&& socket, shared_state& st);
+  /// `listener`: which of the server's addresses accepted it (http_request::listener).
+  connection(boost::asio::ip::tcp::socket&& socket, shared_state& st, unsigned listener = 0);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -269,6 +270,7 @@ class connection : public std::enable_shared_from_this<connection> {
   boost::beast::tcp_stream stream_;
   deadline deadline_;
   shared_state& st_;
+  unsigned listener_;
   std::string address_, client_;  // "address", "address:port"
   admission admission_ = admission::refused;
   phase phase_ = phase::reading;

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <csignal>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -62,7 +63,6 @@ struct http_server::impl {
         threads(cfg.threads ? cfg.threads : usable_cpus()),
         contexts(make_contexts(threads)),
         ioc(*contexts.front()),
-        acceptor(ioc),
         signals(signal_context, SIGINT, SIGTERM),
         timer(ioc),
         workers(worker_threads(cfg.workers),
@@ -71,18 +71,31 @@ struct http_server::impl {
   /// The I/O context of the next connection: each in turn.
   net::io_context& next_io() { return *contexts[next_context++ % contexts.size()]; }
 
-  void accept() {
-    acceptor.async_accept(next_io(), [this](beast::error_code ec, tcp::socket s) {
-      if (ec) {
-        if (ec != net::error::operation_aborted) {
-          st.log->warn("accept failed: {}", ec.message());
-          accept();
-        }
-        return;
-      }
-      std::make_shared<connection>(std::move(s), st)->start();
-      accept();
-    });
+  /// Accepts on `acceptors[listener]`, for ever.
+  void accept(unsigned listener) {
+    acceptors[listener].async_accept(
+        next_io(), [this, listener](beast::error_code ec, tcp::socket s) {
+          if (ec) {
+            if (ec != net::error::operation_aborted) {
+              st.log->warn("accept failed: {}", ec.message());
+              accept(listener);
+            }
+            return;
+          }
+          std::make_shared<connection>(std::move(s), st, listener)->start();
+          accept(listener);
+        });
+  }
+
+  /// Listens on `where`: the next listener.
+  tcp::endpoint listen(const config::listen_settings& where) {
+    const tcp::endpoint ep(net::ip::make_address(where.address), where.port);
+    tcp::acceptor& a = acceptors.emplace_back(ioc);
+    a.open(ep.protocol());
+    a.set_option(net::socket_base::reuse_address(true));
+    a.bind(ep);
+    a.listen(net::socket_base::max_listen_connections);
+    return a.local_endpoint();
   }
 
   // Connections whose handshake the kernel completed but that were not accepted yet would be
@@ -90,12 +103,14 @@ struct http_server::impl {
   // retry (a POST). So they are accepted before the close, and served like any other while
   // draining: answered with Connection: close.
   void accept_backlog() {
-    beast::error_code ec;
-    acceptor.non_blocking(true, ec);
-    while (!ec) {
-      tcp::socket s(next_io());
-      acceptor.accept(s, ec);
-      if (!ec) std::make_shared<connection>(std::move(s), st)->start();
+    for (unsigned listener = 0; listener < acceptors.size(); ++listener) {
+      beast::error_code ec;
+      acceptors[listener].non_blocking(true, ec);
+      while (!ec) {
+        tcp::socket s(next_io());
+        acceptors[listener].accept(s, ec);
+        if (!ec) std::make_shared<connection>(std::move(s), st, listener)->start();
+      }
     }
   }
 
@@ -127,7 +142,7 @@ struct http_server::impl {
     // After the idle ones are told to close: these have their first request on its way.
     accept_backlog();
     beast::error_code ignored;
-    acceptor.close(ignored);
+    for (auto& a : acceptors) a.close(ignored);
     deadline = clock::now() + st.cfg.shutdown_grace;
     poll_drained();
   }
@@ -152,7 +167,7 @@ struct http_server::impl {
   std::vector<std::unique_ptr<net::io_context>> contexts;
   net::io_context& ioc;  ///< the first
   std::size_t next_context = 0;
-  tcp::acceptor acceptor;
+  std::deque<tcp::acceptor> acceptors;  ///< cfg.listen, then http_routes::also
   net::io_context signal_context{1};
   net::signal_set signals;
   net::steady_timer timer;
@@ -184,12 +199,8 @@ std::uint16_t http_server::port() const {
 int http_server::run(http_routes routes) {
   auto& i = *impl_;
   i.st.routes = std::move(routes);
-  const tcp::endpoint ep(net::ip::make_address(i.st.cfg.listen.address), i.st.cfg.listen.port);
-  i.acceptor.open(ep.protocol());
-  i.acceptor.set_option(net::socket_base::reuse_address(true));
-  i.acceptor.bind(ep);
-  i.acceptor.listen(net::socket_base::max_listen_connections);
-  i.bound_port = i.acceptor.local_endpoint().port();
+  const tcp::endpoint ep = i.listen(i.st.cfg.listen);
+  i.bound_port = ep.port();
   const auto pool = i.workers.snapshot();
   i.st.log->info("listening on {}:{} with {} threads and {} workers (queue {}), gateway paths:{}",
                  ep.address().to_string(), i.bound_port.load(), i.threads, pool.threads,
@@ -198,8 +209,13 @@ int http_server::run(http_routes routes) {
                    for (const auto& g : i.st.cfg.gateway_paths) p += " " + g;
                    return p;
                  }());
+  for (const auto& more : i.st.routes.also) {
+    const tcp::endpoint also = i.listen(more);
+    i.st.log->info("listening on {}:{} too (listener {})", also.address().to_string(), also.port(),
+                   i.acceptors.size() - 1);
+  }
   i.st.log->flush();  // the port, at once: scripts and tests read it (listen.port 0)
-  i.accept();
+  for (unsigned listener = 0; listener < i.acceptors.size(); ++listener) i.accept(listener);
   i.wait_for_signal();
   std::thread signal_thread([&i] { i.signal_context.run(); });
   struct stop_signals {

@@ -358,6 +358,12 @@ net::awaitable<http_reply> router::route(http_request& req) {
     r.body = std::move(body);
     return answered(std::move(r));
   };
+  // publish.listen: its address serves the publish endpoint alone, and `listen` does not.
+  const bool publish_here =
+      cfg_.publish.enabled && (req.listener == 1) == bool(cfg_.publish.listen);
+  if (req.listener == 1 && !path.starts_with(cfg_.publish.path)) {
+    return text(404, "not found: this address serves " + cfg_.publish.path + "<destination>\n");
+  }
   const bool gateway_path = std::find(cfg_.gateway_paths.begin(), cfg_.gateway_paths.end(), path) !=
                             cfg_.gateway_paths.end();
   if (gateway_path) {
@@ -387,7 +393,7 @@ net::awaitable<http_reply> router::route(http_request& req) {
   if ((path == "/console" || path.starts_with("/console/")) && cfg_.console_enabled()) {
     return console_route(path, req);
   }
-  if (cfg_.publish.enabled && path.starts_with(cfg_.publish.path)) {
+  if (publish_here && path.starts_with(cfg_.publish.path)) {
     return publish_route(path.substr(cfg_.publish.path.size()), req);
   }
   const bool known = path == "/crossdomain.xml" || path == "/healthz" || path == "/metrics";

@@ -411,5 +411,26 @@ TEST_F(Bridge, ABackendPublishesWithItsTokenAndWhatProducersSendIsForwarded) {
   EXPECT_TRUE(d.metric_reaches("amfgate_forwards_total{outcome=\"sent\"}", 1));
 }
 
+TEST(BridgePublish, OnAnAddressOfItsOwnTheEndpointIsServedThereAlone) {
+  const std::string token = "s3cret-token-0123456789";
+  const auto own = free_port();
+  daemon d("\"publish\": {\"enabled\": true, \"tokens\": [\"" + token +
+           "\"], \"listen\": {\"address\": \"127.0.0.1\", \"port\": " + std::to_string(own) +
+           "}}, \"messaging\": {\"destinations\": {\"news\": {}}}");
+  auto post = [&](std::uint16_t port, const std::string& target) {
+    raw_socket s(port);
+    const std::string body = R"({"body": "hi"})";
+    s.send("POST " + target + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+           "Authorization: Bearer " + token + "\r\nContent-Length: " + std::to_string(body.size()) +
+           "\r\nConnection: close\r\n\r\n" + body);
+    return s.read_all();
+  };
+  EXPECT_EQ(post(d.port(), "/publish/news").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(post(own, "/gateway").rfind("HTTP/1.1 404", 0), 0u);
+  EXPECT_EQ(d.metric("amfgate_messaging_published_total{destination=\"news\"}"), 0);
+  EXPECT_EQ(post(own, "/publish/news").rfind("HTTP/1.1 202", 0), 0u);
+  EXPECT_EQ(d.metric("amfgate_messaging_published_total{destination=\"news\"}"), 1);
+}
+
 }  // namespace
 }  // namespace amfgate::test

@@ -247,6 +247,9 @@ struct publish_settings {
   std::vector<std::string> tokens;
   /// Or a session logged in with one of these roles.
   std::vector<std::string> roles;
+  /// An address of its own (say the backends' network): the endpoint is served there alone,
+  /// and not on `listen`. None: on `listen`.
+  std::optional<listen_settings> listen;
 };
 
 struct gateway_config {

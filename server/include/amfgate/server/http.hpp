@@ -40,6 +40,9 @@ struct http_routes {
   std::function<boost::asio::awaitable<http_reply>(http_request&)> route;
   /// The drain begins (the first SIGTERM): no new long wait should start.
   std::function<void()> on_drain;
+  /// Addresses to listen on besides `listen`: a request that comes in on the i-th says
+  /// `http_request::listener` i + 1 (the main address: 0).
+  std::vector<config::listen_settings> also;
 };
 
 /// Serves until SIGTERM/SIGINT: the first signal stops accepting and lets requests in flight

@@ -55,9 +55,10 @@ struct http_request {
   std::string_view origin;  ///< the Origin header (browsers)
   std::string_view user_agent;
   std::string_view authorization;  ///< the Authorization header (the publish endpoint's token)
-  unsigned version = 11;           ///< HTTP/1.1: 11
-  std::string body;                ///< moved to the gateway by `route`
-  std::string client;              ///< "address:port"
+  unsigned listener = 0;  ///< the address it came in on: 0 `listen`, i `http_routes::also[i-1]`
+  unsigned version = 11;  ///< HTTP/1.1: 11
+  std::string body;       ///< moved to the gateway by `route`
+  std::string client;     ///< "address:port"
   std::pmr::memory_resource* memory = nullptr;  ///< see exchange::memory
   /// See exchange::on_wait and exchange::on_park.
   std::function<void()> on_wait;

@@ -44,9 +44,14 @@ class router {
     draining_ = true;
     channel_.messages().drain();
   }
-  /// This router as what an http_server serves; it must outlive the server's run.
+  /// This router as what an http_server serves, with the publish endpoint's own address if it
+  /// has one; it must outlive the server's run.
   http_routes routes() {
-    return {[this](http_request& req) { return route(req); }, [this] { set_draining(); }};
+    http_routes r;
+    r.route = [this](http_request& req) { return route(req); };
+    r.on_drain = [this] { set_draining(); };
+    if (cfg_.publish.enabled && cfg_.publish.listen) r.also.push_back(*cfg_.publish.listen);
+    return r;
   }
 
  private:
