@@ -1,10 +1,10 @@
--- wrk script: POSTs the recorded AMF request body in AMF_BODY and reports latency
--- percentiles in one machine-readable line.
+-- wrk script: POSTs the recorded AMF request body in AMF_BODY (or another body of the type in
+-- AMF_CONTENT_TYPE) and reports latency percentiles in one machine-readable line.
 local f = assert(io.open(os.getenv("AMF_BODY"), "rb"))
 wrk.method = "POST"
 wrk.body = f:read("*a")
 f:close()
-wrk.headers["Content-Type"] = "application/x-amf"
+wrk.headers["Content-Type"] = os.getenv("AMF_CONTENT_TYPE") or "application/x-amf"
 local cookie = os.getenv("AMF_COOKIE")
 if cookie and cookie ~= "" then wrk.headers["Cookie"] = cookie end
 

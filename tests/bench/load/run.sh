@@ -17,7 +17,10 @@
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
 # many connections from one address need, and its floor: the same connections and frame bytes
-# written with no daemon (push_floor.cpp). Loopback only; bounded in time.
+# written with no daemon (push_floor.cpp). Then the bridge: an AMF0 call that amfgate answers
+# through a Flask backend under gunicorn (bridge_backend.py), against the same JSON posted to
+# the backend straight, and amfgate's CPU per bridged call against its CPU per AMF0 echo, with
+# the connections it opened to the backend. Loopback only; bounded in time.
 # With AMFGATE_BASELINE set to another amfgate binary (the code before a change, built as
 # build/bench is), it runs too, on the same defaults, in the same rounds: the before and after
 # of a change in one run (base-amf0, base-flex, and their ratios).
@@ -37,7 +40,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-for r in amf0-echo flex-echo slow-block; do
+for r in amf0-echo flex-echo slow-block bridge-echo; do
   build/bench/codec/amfdump --encode --packet "tests/bench/load/$r.json" >"$work/$r.amf"
 done
 cat >"$work/amfgate.json" <<JSON
@@ -273,3 +276,51 @@ awk -v push="$line" -v floor="$floor" 'BEGIN {
          "against them: %.1fx, %.1fx\n", f["frame_bytes"], f["cpu_us_per_delivery"],
     f["gathered_cpu_us_per_delivery"], a["cpu_us_per_delivery"] / f["cpu_us_per_delivery"],
     a["cpu_us_per_delivery"] / f["gathered_cpu_us_per_delivery"] }'
+
+# The bridge (issue 38): gunicorn (2 gthread workers of 8 threads, as examples/bridge runs it)
+# with one route, amfgate on the defaults plus the upstream (its pool: 16 connections). Rounds
+# interleave: the bridged AMF0 call (bridge-amf0), the same JSON to gunicorn straight
+# (json-direct), and the AMF0 echo of the same daemon (bridge-base), whose CPU per request is
+# the baseline of amfgate's own per bridged call.
+if command -v gunicorn >/dev/null; then
+  cat >"$work/amfgate-bridge.json" <<JSON
+{"listen": {"address": "127.0.0.1", "port": 18496}, "threads": 2,
+ "upstreams": {"bench": {"url": "http://127.0.0.1:18497/amf/", "max_connections": 16}},
+ "bridge": {"Bench": "bench"}}
+JSON
+  (cd tests/bench/load && exec gunicorn --bind 127.0.0.1:18497 --workers 2 --threads 8 \
+    --worker-class gthread --keep-alive 75 bridge_backend:app) >"$work/gunicorn.log" 2>&1 &
+  pids+=($!)
+  build/bench/server/amfgate --config "$work/amfgate-bridge.json" >"$work/amfgate-bridge.log" &
+  bridged=$!
+  pids+=("$bridged")
+  for _ in $(seq 50); do (: >/dev/tcp/127.0.0.1/18497) 2>/dev/null && break; sleep 0.1; done
+  sleep 0.5
+  for r in $(seq "$rounds"); do
+    run bridge-base "$bridged" http://127.0.0.1:18496/gateway "$work/amf0-echo.amf"
+    run bridge-amf0 "$bridged" http://127.0.0.1:18496/gateway "$work/bridge-echo.amf"
+    AMF_CONTENT_TYPE=application/json run json-direct "$bridged" \
+      http://127.0.0.1:18497/amf/Bench/echo tests/bench/load/bridge-direct.json
+  done >"$work/bridge-results"
+  connects=$(python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.1:18496/metrics").read().decode())' |
+    awk '/^amfgate_upstream_connects_total/ {print $2}')
+  awk -v connects="$connects" '
+    function median(list,   n, a, i, j, t) {
+      n = split(list, a, " ")
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return a[int((n + 1) / 2)]
+    }
+    { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; cpu[$1] = cpu[$1] " " $5; err[$1] += $6 }
+    END {
+      printf "bridge, AMF0 calls through amfgate to gunicorn/Flask: %d req/s (p50 %.2f ms), the same " \
+             "JSON to gunicorn straight %d req/s: %.2fx (goal >= 0.90x); amfgate cpu %.2f us per " \
+             "bridged call against %.2f us per AMF0 echo: %.2fx (goal <= 2x); connects to the " \
+             "backend over the run: %d (goal <= the pool, 16); errors %d\n",
+        median(rps["bridge-amf0"]), median(p50["bridge-amf0"]), median(rps["json-direct"]),
+        median(rps["bridge-amf0"]) / median(rps["json-direct"]), median(cpu["bridge-amf0"]),
+        median(cpu["bridge-base"]), median(cpu["bridge-amf0"]) / median(cpu["bridge-base"]),
+        connects, err["bridge-amf0"] + err["json-direct"]
+    }' "$work/bridge-results"
+else
+  echo "bridge: gunicorn is missing (scripts/install-deps.sh installs it); no figures"
+fi
