@@ -232,6 +232,8 @@ class from_json {
 
  private:
   amf::value object(const ordered_json& j, std::size_t depth) {
+    // AMF3 ends an object's dynamic members at an empty name: such a member would be lost.
+    if (j.contains("")) fail("a member with an empty name has no AMF form");
     if (j.size() == 1 && j.contains("_bytes")) {
       const auto& b = j["_bytes"];
       const auto bytes = b.is_string() ? amf::base64_decode(b.get<std::string>()) : std::nullopt;

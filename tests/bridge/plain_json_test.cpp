@@ -110,6 +110,7 @@ TEST(PlainJson, WhatItRefusesSaysWhere) {
   }
   EXPECT_THROW((void)from_plain(doc, json::parse(R"({"_date": "yesterday"})")), mapping_error);
   EXPECT_THROW((void)from_plain(doc, json::parse(R"({"_explicitType": 7})")), mapping_error);
+  EXPECT_THROW((void)from_plain(doc, json::parse(R"({"": 1})")), mapping_error);
 }
 
 TEST(PlainJson, IsoDatesAtTheEdges) {
