@@ -33,6 +33,13 @@ void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) 
   y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
 }
 
+// A refusal at `path` (the keys and indices from the root): "/a/1: why".
+[[noreturn]] void fail_at(const std::vector<std::string>& path, const std::string& why) {
+  std::string where;
+  for (const auto& p : path) where += "/" + p;
+  throw mapping_error((where.empty() ? "/" : where) + ": " + why);
+}
+
 std::string key_text(const amf::value& k) {
   switch (k.kind()) {
     case amf::type::string:
@@ -176,11 +183,7 @@ class to_json {
     }
   }
 
-  [[noreturn]] void fail(const std::string& why) const {
-    std::string where;
-    for (const auto& p : path_) where += "/" + p;
-    throw mapping_error((where.empty() ? "/" : where) + ": " + why);
-  }
+  [[noreturn]] void fail(const std::string& why) const { fail_at(path_, why); }
 
   const mapping_limits& limits_;
   std::vector<const amf::node*> stack_;
@@ -281,11 +284,7 @@ class from_json {
     return amf::value::of(o);
   }
 
-  [[noreturn]] void fail(const std::string& why) const {
-    std::string where;
-    for (const auto& p : path_) where += "/" + p;
-    throw mapping_error((where.empty() ? "/" : where) + ": " + why);
-  }
+  [[noreturn]] void fail(const std::string& why) const { fail_at(path_, why); }
 
   amf::document& doc_;
   const mapping_limits& limits_;
