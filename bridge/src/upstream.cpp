@@ -267,15 +267,19 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::acquire(
       }
     }
     open_ -= stale.size();
-    if (!idle_.empty()) {
-      // The newest of this I/O thread's own, whose socket its reactor watches; else the newest.
-      auto pick = std::prev(idle_.end());
-      for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
-        if ((*it)->home == &here) {
-          pick = std::prev(it.base());
-          break;
-        }
+    // The newest of this I/O thread's own, whose socket its reactor watches. Another thread's
+    // only when the pool is full: each of its operations would wake that thread.
+    auto pick = idle_.end();
+    for (auto it = idle_.rbegin(); it != idle_.rend(); ++it) {
+      if ((*it)->home == &here) {
+        pick = std::prev(it.base());
+        break;
       }
+    }
+    if (pick == idle_.end() && !idle_.empty() && open_ >= settings_.max_connections) {
+      pick = std::prev(idle_.end());
+    }
+    if (pick != idle_.end()) {
       std::unique_ptr<connection> c = std::move(*pick);
       idle_.erase(pick);
       for (auto& x : stale) x->close();
@@ -298,6 +302,7 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::acquire(
     if (!w->may_open) {
       std::erase(waiters_, w);
       --inflight_;
+      probing_ = false;  // if this call was the one to try a down upstream, another may
       count(outcome::timeout);
       throw fault("Server.Timeout",
                   "no connection to upstream " + name_ + " came free before the call's deadline");

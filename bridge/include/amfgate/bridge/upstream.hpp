@@ -1,8 +1,9 @@
 // An upstream: an HTTP/JSON service that bridged AMF calls go to, over a pool of keep-alive
 // HTTP/1.1 connections (TCP, TLS or a Unix socket) used by coroutines on the I/O threads.
 //
-// A call takes an idle connection (the newest), or opens one while fewer than
-// max_connections are open, or waits for one to come back; past max_inflight calls it is
+// A call takes the newest idle connection of its own I/O thread, or opens one while fewer
+// than max_connections are open, or takes another thread's idle one, or waits for one to
+// come back; past max_inflight calls it is
 // refused (Server.Busy). A pooled connection that the backend closed while it sat idle is
 // found on first use and the request is sent once more on a new one; any other failure ends
 // the call and discards its connection. After failure_threshold failures in a row the
