@@ -51,6 +51,24 @@ std::string cut(const ordered_json& j, std::size_t max) {
   return s.size() <= max ? s : s.substr(0, max) + "...";
 }
 
+// A call's or a forward's values in its upstream's mapping, all of them within one budget of
+// max_request_bytes. Throws mapping_error or amf::json::error.
+class renderer {
+ public:
+  renderer(const config::upstream_settings& s, std::size_t max_depth)
+      : typed_(s.mapping == "typed"),
+        typed_writer_(s.max_request_bytes),
+        plain_writer_({max_depth, s.max_request_bytes}) {}
+  ordered_json operator()(const amf::value& v) {
+    return typed_ ? typed_writer_.amf3(v) : plain_writer_.render(v);
+  }
+
+ private:
+  bool typed_;
+  amf::json::writer typed_writer_;
+  plain_writer plain_writer_;
+};
+
 }  // namespace
 
 bridge::bridge(const config::gateway_config& cfg) : cfg_(cfg) {
@@ -73,6 +91,7 @@ void bridge::start(std::shared_ptr<spdlog::logger> log, net::any_io_executor io)
   for (const auto& [name, u] : cfg_.upstreams) {
     upstreams_.emplace(name,
                        std::make_unique<upstream>(name, u, cfg_.limits.max_response_bytes, log_));
+    forwarding_.try_emplace(name, 0);
     log_->info("upstream {} at {} ({} JSON, at most {} connections)", name, u.url, u.mapping,
                u.max_connections);
   }
@@ -107,19 +126,17 @@ net::awaitable<amf::value> bridge::call(upstream& up, services::call_context& ct
                                                  " (letters, digits, _ and $ only)");
   }
   const auto& s = up.settings();
-  const bool typed = s.mapping == "typed";
-  mapping_limits limits{cfg_.limits.max_depth, s.max_request_bytes};
   ordered_json body = ordered_json::object();
   try {
+    renderer render(s, cfg_.limits.max_depth);
     ordered_json& a = body["args"] = ordered_json::array();
-    amf::json::writer typed_writer(s.max_request_bytes);
-    for (const auto& v : args) a.push_back(typed ? typed_writer.amf3(v) : to_plain(v, limits));
+    for (const auto& v : args) a.push_back(render(v));
     if (!s.forward_headers.empty()) {
       ordered_json& h = body["headers"] = ordered_json::object();
       for (const auto& name : s.forward_headers) {
         if (name == "Credentials") continue;  // amfgate checked them: a backend never sees them
         const amf::value v = ctx.header(name);
-        if (!v.is_undefined()) h[name] = typed ? typed_writer.amf3(v) : to_plain(v, limits);
+        if (!v.is_undefined()) h[name] = render(v);
       }
     }
   } catch (const std::exception& e) {  // mapping_error, amf::json::error
@@ -170,8 +187,9 @@ net::awaitable<amf::value> bridge::call(upstream& up, services::call_context& ct
                 services::escaped(a.body, 200));
   }
   try {
-    amf::value v = typed ? amf::json::reader(ctx.doc).amf3(reply["result"])
-                         : from_plain(ctx.doc, reply["result"], {cfg_.limits.max_depth, SIZE_MAX});
+    amf::value v = s.mapping == "typed"
+                       ? amf::json::reader(ctx.doc).amf3(reply["result"])
+                       : from_plain(ctx.doc, reply["result"], {cfg_.limits.max_depth, SIZE_MAX});
     up.judged(outcome::ok, false);
     co_return v;
   } catch (const std::exception& e) {
@@ -185,17 +203,17 @@ void bridge::forward(std::string_view upstream_name, const amf::flex::message& m
   const auto it = upstreams_.find(upstream_name);
   if (it == upstreams_.end() || !io_) return;
   upstream& up = *it->second;
+  std::atomic<std::size_t>& in_flight = forwarding_.find(upstream_name)->second;
   // Bounded: at most max_inflight forwards per upstream wait; past that they are dropped.
-  if (forwards_in_flight_.load() >= up.settings().max_inflight) {
+  if (in_flight.load() >= up.settings().max_inflight) {
     forwards_dropped_.fetch_add(1);
     log_->warn("forward of message {} to upstream {} dropped: {} forwards in flight", m.message_id,
-               up.name(), forwards_in_flight_.load());
+               up.name(), in_flight.load());
     return;
   }
-  const bool typed = up.settings().mapping == "typed";
   ordered_json j = ordered_json::object();
   try {
-    mapping_limits limits{cfg_.limits.max_depth, up.settings().max_request_bytes};
+    renderer render(up.settings(), cfg_.limits.max_depth);
     j["destination"] = std::string(m.destination);
     j["subtopic"] = subtopic.empty() ? ordered_json(nullptr) : ordered_json(std::string(subtopic));
     j["messageId"] = std::string(m.message_id);
@@ -207,29 +225,29 @@ void bridge::forward(std::string_view upstream_name, const amf::flex::message& m
     if (const amf::object_node* from = m.headers.as_object()) {
       for (const auto& [name, v] : from->dynamic) {
         if (name.starts_with("DS")) continue;  // the channel's own
-        h[std::string(name)] = typed ? amf::json::writer().amf3(v) : to_plain(v, limits);
+        h[std::string(name)] = render(v);
       }
     }
-    j["body"] = typed ? amf::json::writer(up.settings().max_request_bytes).amf3(m.body)
-                      : to_plain(m.body, limits);
+    j["body"] = render(m.body);
     j["user"] = user_json(user);
   } catch (const std::exception& e) {
     forwards_failed_.fetch_add(1);
     log_->warn("forward of message {} to upstream {}: {}", m.message_id, up.name(), e.what());
     return;
   }
-  forwards_in_flight_.fetch_add(1);
+  in_flight.fetch_add(1);
   net::co_spawn(io_,
-                send_forward(up, "_messages/" + std::string(m.destination),
+                send_forward(up, in_flight, "_messages/" + std::string(m.destination),
                              j.dump(-1, ' ', false, ordered_json::error_handler_t::replace)),
                 net::detached);
 }
 
-net::awaitable<void> bridge::send_forward(upstream& up, std::string path, std::string body) {
+net::awaitable<void> bridge::send_forward(upstream& up, std::atomic<std::size_t>& in_flight,
+                                          std::string path, std::string body) {
   struct done {
     std::atomic<std::size_t>& n;
     ~done() { n.fetch_sub(1); }
-  } counted{forwards_in_flight_};
+  } counted{in_flight};
   const auto deadline = std::chrono::steady_clock::now() + up.settings().read_timeout;
   try {
     const answer a = co_await up.post(path, std::move(body), deadline);

@@ -60,7 +60,7 @@ std::string key_text(const amf::value& k) {
 
 class to_json {
  public:
-  explicit to_json(const mapping_limits& l) : limits_(l) {}
+  to_json(const mapping_limits& l, std::size_t& used) : limits_(l), used_(used) {}
 
   ordered_json render(const amf::value& v) {
     charge(8);
@@ -188,7 +188,7 @@ class to_json {
   const mapping_limits& limits_;
   std::vector<const amf::node*> stack_;
   std::vector<std::string> path_;
-  std::size_t used_ = 0;
+  std::size_t& used_;  ///< the writer's, across its renderings
 };
 
 class from_json {
@@ -359,8 +359,12 @@ std::optional<double> parse_iso8601(std::string_view s) {
          fraction;
 }
 
+ordered_json plain_writer::render(const amf::value& v) {
+  return to_json(limits_, used_).render(v);
+}
+
 ordered_json to_plain(const amf::value& v, const mapping_limits& limits) {
-  return to_json(limits).render(v);
+  return plain_writer(limits).render(v);
 }
 
 amf::value from_plain(amf::document& doc, const ordered_json& j, const mapping_limits& limits) {

@@ -92,6 +92,13 @@ TEST(PlainJson, WhatItRefusesSaysWhere) {
   amf::array_node* many = doc.array();
   for (int i = 0; i < 10'000; ++i) many->dense.push_back(doc.string(kb));
   EXPECT_THROW((void)to_plain(amf::value::of(many), {128, 1 << 20}), mapping_error);
+  // The same, spread over a call's arguments: one budget holds for all of them.
+  amf::array_node* some = doc.array();
+  for (int i = 0; i < 600; ++i) some->dense.push_back(doc.string(kb));
+  plain_writer call({128, 1 << 20});
+  EXPECT_EQ(call.render(amf::value::of(some)).size(), 600u);
+  EXPECT_THROW((void)call.render(amf::value::of(some)), mapping_error);
+  EXPECT_EQ(to_plain(amf::value::of(some), {128, 1 << 20}).size(), 600u);
   // Depth, both ways.
   amf::value deep = amf::value::null();
   for (int i = 0; i < 200; ++i) {

@@ -17,6 +17,7 @@
 // Producers send to it (<url>_messages/<destination>), once, after it is published.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <map>
 #include <memory>
@@ -54,13 +55,15 @@ class bridge final : public messaging::forwarder {
  private:
   boost::asio::awaitable<amf::value> call(upstream& up, services::call_context& ctx,
                                           std::span<const amf::value> args);
-  boost::asio::awaitable<void> send_forward(upstream& up, std::string path, std::string body);
+  boost::asio::awaitable<void> send_forward(upstream& up, std::atomic<std::size_t>& in_flight,
+                                            std::string path, std::string body);
 
   const config::gateway_config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
   boost::asio::any_io_executor io_;
   std::map<std::string, std::unique_ptr<upstream>, std::less<>> upstreams_;
-  std::atomic<std::size_t> forwards_in_flight_{0};
+  /// Forwards in flight, per upstream (each up to its max_inflight).
+  std::map<std::string, std::atomic<std::size_t>, std::less<>> forwarding_;
   std::atomic<std::uint64_t> forwards_dropped_{0}, forwards_failed_{0}, forwards_sent_{0};
 };
 

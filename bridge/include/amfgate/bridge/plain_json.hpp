@@ -44,7 +44,20 @@ struct mapping_limits {
   std::size_t max_bytes = std::size_t{16} << 20;
 };
 
-/// `v` as plain JSON. Throws mapping_error past the limits or at a cycle.
+/// Values as plain JSON, all of them within one budget of `limits.max_bytes` (a call's
+/// arguments and headers together). `render` throws mapping_error past the limits or at a
+/// cycle.
+class plain_writer {
+ public:
+  explicit plain_writer(const mapping_limits& limits) : limits_(limits) {}
+  ordered_json render(const amf::value& v);
+
+ private:
+  mapping_limits limits_;
+  std::size_t used_ = 0;
+};
+
+/// `v` alone as plain JSON: plain_writer(limits).render(v).
 ordered_json to_plain(const amf::value& v, const mapping_limits& limits = {});
 /// Plain JSON as a value built in `doc`. Throws mapping_error past max_depth or at a
 /// malformed _bytes or _date.
