@@ -32,7 +32,8 @@ namespace {
 
 constexpr std::array<double, 12> buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
                                          0.05,   0.1,   0.25,   0.5,   1.0,  5.0};
-constexpr const char* outcome_names[] = {"ok", "fault", "failed", "timeout", "busy", "unavailable"};
+constexpr const char* outcome_names[] = {"ok",   "fault",       "failed",   "timeout",
+                                         "busy", "unavailable", "cancelled"};
 
 auto awaitable_tuple() {
   return net::as_tuple(net::use_awaitable);
@@ -235,11 +236,28 @@ void upstream::judged(outcome o, bool upstream_failed) {
   }
 }
 
-net::awaitable<std::unique_ptr<upstream::connection>> upstream::acquire(
-    clock::time_point deadline) {
+// A call's hold on the pool: its place in flight, then a place among max_connections (a
+// connection, or the right to open one). However the call ends (an answer, a failure, or an
+// exception at any co_await once its caller has gone), the destructor gives back what it holds.
+struct upstream::lease {
+  explicit lease(upstream& u) : up(u) {}
+  ~lease() { up.release(*this); }
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+
+  upstream& up;
+  bool in_flight = false;  ///< counted in inflight_
+  bool placed = false;     ///< counted in open_
+  bool probe = false;      ///< the one call let in to try a down upstream
+  std::unique_ptr<connection> c;
+  bool keep = false;  ///< c goes back to the pool
+};
+
+net::awaitable<void> upstream::acquire(lease& l, clock::time_point deadline) {
   std::vector<std::unique_ptr<connection>> stale;  // closed outside the lock
   std::shared_ptr<waiter> w;
   const auto ex = co_await net::this_coro::executor;
+  const auto cancellation = co_await net::this_coro::cancellation_state;
   const net::execution_context& here = net::query(ex, net::execution::context);
   {
     std::lock_guard lock(mutex_);
@@ -249,13 +267,16 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::acquire(
                                      std::to_string(settings_.max_inflight) +
                                      " calls in flight (max_inflight); retry later");
     }
+    const bool probing = probing_;
     if (!admit()) {
       count(outcome::unavailable);
       throw fault("Server.Upstream.Unavailable", "upstream " + name_ + " is down after " +
                                                      std::to_string(failures_) +
                                                      " failures in a row; retry later");
     }
+    l.probe = probing_ && !probing;
     ++inflight_;
+    l.in_flight = true;
     // Idle too long: the backend may have closed it.
     const auto oldest = clock::now() - settings_.idle_timeout;
     for (auto it = idle_.begin(); it != idle_.end();) {
@@ -280,40 +301,44 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::acquire(
       pick = std::prev(idle_.end());
     }
     if (pick != idle_.end()) {
-      std::unique_ptr<connection> c = std::move(*pick);
+      l.c = std::move(*pick);
       idle_.erase(pick);
-      for (auto& x : stale) x->close();
-      co_return c;
-    }
-    if (open_ < settings_.max_connections) {
+      l.placed = true;
+    } else if (open_ < settings_.max_connections) {
       ++open_;
+      l.placed = true;
     } else {
       w = std::make_shared<waiter>(ex);
       waiters_.push_back(w);
     }
   }
   for (auto& s : stale) s->close();
-  if (!w) co_return co_await connect(deadline);
-  w->timer.expires_at(deadline);
-  co_await w->timer.async_wait(awaitable_tuple());
-  {
+  if (w) {
+    w->timer.expires_at(deadline);
+    co_await w->timer.async_wait(awaitable_tuple());
     std::lock_guard lock(mutex_);
-    if (w->handed) co_return std::move(w->handed);
-    if (!w->may_open) {
+    if (w->handed) {
+      l.c = std::move(w->handed);
+      l.placed = true;
+    } else if (w->may_open) {
+      l.placed = true;
+    } else {
       std::erase(waiters_, w);
-      --inflight_;
-      probing_ = false;  // if this call was the one to try a down upstream, another may
+      if (cancellation.cancelled() != net::cancellation_type::none) {
+        throw boost::system::system_error(net::error::operation_aborted);
+      }
       count(outcome::timeout);
+      if (l.probe) probing_ = false;  // another call may try the down upstream
       throw fault("Server.Timeout",
                   "no connection to upstream " + name_ + " came free before the call's deadline");
     }
   }
-  co_return co_await connect(deadline);
+  if (!l.c) co_await connect(l, deadline);
 }
 
-net::awaitable<std::unique_ptr<upstream::connection>> upstream::connect(
-    clock::time_point deadline) {
+net::awaitable<void> upstream::connect(lease& l, clock::time_point deadline) {
   const auto ex = co_await net::this_coro::executor;
+  const auto cancellation = co_await net::this_coro::cancellation_state;
   watchdog time(ex, until(deadline, settings_.connect_timeout));
   std::unique_ptr<connection> c;
   boost::system::error_code ec;
@@ -353,13 +378,12 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::connect(
   const bool timed_out = time.fired();
   if (c && !timed_out) {
     connects_.fetch_add(1, std::memory_order_relaxed);
-    co_return c;
+    l.c = std::move(c);
+    co_return;
   }
   if (c) c->close();
-  release(nullptr, false);  // gives up its place, and wakes a waiter that may open one
-  {
-    std::lock_guard lock(mutex_);
-    --inflight_;
+  if (!timed_out && cancellation.cancelled() != net::cancellation_type::none) {
+    throw boost::system::system_error(net::error::operation_aborted);
   }
   failed();
   const std::string where =
@@ -374,28 +398,39 @@ net::awaitable<std::unique_ptr<upstream::connection>> upstream::connect(
               "upstream " + name_ + ": " + step + " to " + where + " failed: " + ec.message());
 }
 
-void upstream::release(std::unique_ptr<connection> c, bool reusable) {
+void upstream::release(lease& l) {
   std::shared_ptr<waiter> w;
   {
     std::lock_guard lock(mutex_);
-    if (!waiters_.empty()) {
-      w = waiters_.front();
-      waiters_.erase(waiters_.begin());
-    }
-    if (reusable && w) {
-      w->handed = std::move(c);
-    } else if (reusable) {
-      c->idle_since = clock::now();
-      c->reused = true;
-      idle_.push_back(std::move(c));
-    } else if (w) {
-      w->may_open = true;  // its place passes to the waiter
-    } else {
-      --open_;
+    if (l.in_flight) --inflight_;
+    if (l.placed) {
+      if (!waiters_.empty()) {
+        w = waiters_.front();
+        waiters_.erase(waiters_.begin());
+      }
+      if (l.c && l.keep && w) {
+        w->handed = std::move(l.c);
+      } else if (l.c && l.keep) {
+        l.c->idle_since = clock::now();
+        l.c->reused = true;
+        idle_.push_back(std::move(l.c));
+      } else if (w) {
+        w->may_open = true;  // its place passes to the waiter
+      } else {
+        --open_;
+      }
     }
   }
-  if (c) c->close();
+  if (l.c) l.c->close();
   if (w) net::post(w->executor, [w] { w->timer.cancel(); });
+}
+
+void upstream::abandoned(const lease& l) {
+  count(outcome::cancelled);
+  if (l.probe) {
+    std::lock_guard lock(mutex_);
+    probing_ = false;  // another call may try the down upstream
+  }
 }
 
 namespace {
@@ -424,61 +459,67 @@ net::awaitable<answer> upstream::post(std::string path, std::string body,
   req.prepare_payload();
 
   const auto ex = co_await net::this_coro::executor;
+  const auto cancellation = co_await net::this_coro::cancellation_state;
+  const auto gone = [&] { return cancellation.cancelled() != net::cancellation_type::none; };
   for (int attempt = 0;; ++attempt) {
-    std::unique_ptr<connection> c = co_await acquire(deadline);
-    http::response_parser<http::string_body> res;
-    res.body_limit(max_answer_bytes_);
-    res.header_limit(64 * 1024);
-    // Whatever is under way is closed when the time is up.
-    watchdog time(ex, until(deadline, settings_.read_timeout));
-    time.watch([&c] { c->close(); });
-    const auto ec =
-        co_await std::visit([&](auto& s) { return exchange(s, c->buffer, req, res); }, c->stream);
-    time.disarm();
-    const bool timed_out = time.fired();
-    if (!ec) {
-      const bool keep = res.get().keep_alive() && !timed_out;
-      answer a{res.get().result_int(), std::move(res.get().body()),
-               std::string(res.get()[http::field::content_type])};
-      release(std::move(c), keep);
-      {
-        std::lock_guard lock(mutex_);
-        --inflight_;
+    lease l(*this);
+    try {
+      co_await acquire(l, deadline);
+      if (gone()) {
+        l.keep = true;  // unused: back to the pool
+        throw boost::system::system_error(net::error::operation_aborted);
       }
-      const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-      latency_count_.fetch_add(1, std::memory_order_relaxed);
-      latency_micros_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6),
-                                std::memory_order_relaxed);
-      for (std::size_t i = 0; i < buckets.size(); ++i) {
-        if (seconds <= buckets[i]) latency_[i].fetch_add(1, std::memory_order_relaxed);
+      http::response_parser<http::string_body> res;
+      res.body_limit(max_answer_bytes_);
+      res.header_limit(64 * 1024);
+      // Whatever is under way is closed when the time is up.
+      watchdog time(ex, until(deadline, settings_.read_timeout));
+      time.watch([&l] { l.c->close(); });
+      const auto ec = co_await std::visit(
+          [&](auto& s) { return exchange(s, l.c->buffer, req, res); }, l.c->stream);
+      time.disarm();
+      const bool timed_out = time.fired();
+      if (!ec) {
+        l.keep = res.get().keep_alive() && !timed_out;
+        answer a{res.get().result_int(), std::move(res.get().body()),
+                 std::string(res.get()[http::field::content_type])};
+        const double seconds = std::chrono::duration<double>(clock::now() - start).count();
+        latency_count_.fetch_add(1, std::memory_order_relaxed);
+        latency_micros_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6),
+                                  std::memory_order_relaxed);
+        for (std::size_t i = 0; i < buckets.size(); ++i) {
+          if (seconds <= buckets[i]) latency_[i].fetch_add(1, std::memory_order_relaxed);
+        }
+        co_return a;
       }
-      co_return a;
-    }
-    // A pooled connection the backend closed while it was idle breaks before any byte of an
-    // answer: the request goes once more, on a new connection.
-    const bool stale = c->reused && !timed_out && !res.got_some() && attempt == 0 &&
-                       (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
-                        ec == net::error::broken_pipe || ec == net::error::eof);
-    release(std::move(c), false);
-    {
-      std::lock_guard lock(mutex_);
-      --inflight_;
-    }
-    if (stale) continue;
-    if (timed_out) {
-      count(outcome::timeout);
+      // Mid-answer when the caller went away: the connection is closed (l.keep is false).
+      if (!timed_out && gone()) throw boost::system::system_error(net::error::operation_aborted);
+      // A pooled connection the backend closed while it was idle breaks before any byte of an
+      // answer: the request goes once more, on a new connection.
+      const bool stale = l.c->reused && !timed_out && !res.got_some() && attempt == 0 &&
+                         (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
+                          ec == net::error::broken_pipe || ec == net::error::eof);
+      if (stale) continue;
+      if (timed_out) {
+        count(outcome::timeout);
+        failed();
+        throw fault("Server.Timeout", "upstream " + name_ + " did not answer in time");
+      }
+      count(outcome::failed);
       failed();
-      throw fault("Server.Timeout", "upstream " + name_ + " did not answer in time");
+      if (ec == http::error::body_limit) {
+        throw fault("Server.Upstream.Failed", "upstream " + name_ + " answered more than " +
+                                                  std::to_string(max_answer_bytes_) +
+                                                  " bytes (limits.max_response_bytes)");
+      }
+      throw fault("Server.Upstream.Failed",
+                  "upstream " + name_ + ": the answer broke off: " + ec.message());
+    } catch (const boost::system::system_error& e) {
+      // The caller went away (its client hung up), here or at any co_await below: no failure
+      // of the upstream.
+      if (e.code() == net::error::operation_aborted) abandoned(l);
+      throw;
     }
-    count(outcome::failed);
-    failed();
-    if (ec == http::error::body_limit) {
-      throw fault("Server.Upstream.Failed", "upstream " + name_ + " answered more than " +
-                                                std::to_string(max_answer_bytes_) +
-                                                " bytes (limits.max_response_bytes)");
-    }
-    throw fault("Server.Upstream.Failed",
-                "upstream " + name_ + ": the answer broke off: " + ec.message());
   }
 }
 

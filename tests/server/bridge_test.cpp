@@ -13,6 +13,7 @@
 #include "amfgate/services/auth.hpp"
 #include "daemon.hpp"
 #include "flex_messaging.hpp"
+#include "raw_socket.hpp"
 
 namespace amfgate::test {
 namespace {
@@ -275,6 +276,42 @@ TEST_F(Bridge, AHangingBackendIsAServerTimeoutAndStallsNothingElse) {
   EXPECT_EQ(call(http, doc, "Svc.echo", {doc.string("x")}).code, "Server.Busy");
   EXPECT_EQ(hung.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   EXPECT_EQ(hung.get(), "Server.Timeout");
+}
+
+// A client that hangs up while its call holds a connection, and one while it waits for one:
+// neither is a failure of the upstream, and the pool gets both places back.
+TEST_F(Bridge, AClientThatHangsUpIsNoFailureOfTheUpstreamAndLeavesThePoolWhole) {
+  daemon d("\"upstreams\": {\"crm\": " +
+           upstream(url_, "\"max_connections\": 1, \"failure_threshold\": 2") +
+           "}, \"bridge\": {\"Svc\": \"crm\"}");
+  const auto send_call = [&](raw_socket& s, const char* target) {
+    const auto body = client::netconnection_request(target, std::vector<amf::value>{}, true);
+    s.send(
+        "POST /gateway HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amf\r\n"
+        "Content-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  const std::string inflight = "amfgate_upstream_inflight{upstream=\"crm\"}";
+  for (int round = 0; round < 3; ++round) {  // more than failure_threshold
+    {
+      raw_socket holding(d.port()), waiting(d.port());
+      send_call(holding, "Svc.hang");
+      ASSERT_TRUE(d.metric_reaches(inflight, 1));
+      send_call(waiting, "Svc.hang");
+      ASSERT_TRUE(d.metric_reaches(inflight, 2));
+    }  // both hang up
+    ASSERT_TRUE(d.metric_reaches(inflight, 0));
+  }
+  EXPECT_EQ(d.metric("amfgate_upstream_calls_total{upstream=\"crm\",outcome=\"cancelled\"}"), 6);
+  EXPECT_EQ(d.metric("amfgate_upstream_calls_total{upstream=\"crm\",outcome=\"failed\"}"), 0);
+  EXPECT_EQ(d.metric("amfgate_upstream_up{upstream=\"crm\"}"), 1);
+  // The connection of each call that held one was mid-answer: closed, its place free again.
+  EXPECT_EQ(d.metric("amfgate_upstream_connections{upstream=\"crm\",state=\"open\"}"), 0);
+  auto http = d.client();
+  amf::document doc;
+  const auto after = call(http, doc, "Svc.echo", {doc.string("still here")});
+  ASSERT_TRUE(after.ok()) << after.code << ": " << after.message;
+  EXPECT_EQ(after.result.as_string(), "still here");
 }
 
 TEST(BridgeDown, AnUpstreamThatIsDownFailsFastAndComesBackWhenItReturns) {

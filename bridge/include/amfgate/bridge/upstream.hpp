@@ -8,7 +8,9 @@
 // found on first use and the request is sent once more on a new one; any other failure ends
 // the call and discards its connection. After failure_threshold failures in a row the
 // upstream is down: calls fail fast (Server.Upstream.Unavailable) for down_ms, then one call
-// tries, and its success brings it back up.
+// tries, and its success brings it back up. A call whose caller goes away (the client hung up)
+// is no failure of the upstream: it is counted as cancelled, and its connection is closed if
+// it was mid-answer.
 #pragma once
 
 #include <atomic>
@@ -49,7 +51,16 @@ struct answer {
 };
 
 /// How calls end, for /metrics.
-enum class outcome : std::size_t { ok, fault, failed, timeout, busy, unavailable, count_ };
+enum class outcome : std::size_t {
+  ok,
+  fault,
+  failed,
+  timeout,
+  busy,
+  unavailable,
+  cancelled,
+  count_
+};
 
 class upstream {
  public:
@@ -62,7 +73,8 @@ class upstream {
   /// POSTs `body` (JSON) to the base path + `path`, answered before `deadline`. Throws
   /// services::fault: Server.Busy, Server.Upstream.Unavailable (down, or no connection),
   /// Server.Timeout, Server.Upstream.Failed (the connection broke, or an answer that is not
-  /// HTTP or is larger than the limit). Any answer with a status is returned, the caller
+  /// HTTP or is larger than the limit); boost::system::system_error(operation_aborted) when
+  /// the calling coroutine is cancelled. Any answer with a status is returned, the caller
   /// judges it (and says so with `judged`).
   boost::asio::awaitable<answer> post(std::string path, std::string body,
                                       std::chrono::steady_clock::time_point deadline);
@@ -81,11 +93,14 @@ class upstream {
   struct connection;
   struct waiter;
   struct lease;
-  boost::asio::awaitable<std::unique_ptr<connection>> acquire(
-      std::chrono::steady_clock::time_point deadline);
-  boost::asio::awaitable<std::unique_ptr<connection>> connect(
-      std::chrono::steady_clock::time_point deadline);
-  void release(std::unique_ptr<connection> c, bool reusable);
+  /// Counts the call in flight and gets it a connection, in `l`.
+  boost::asio::awaitable<void> acquire(lease& l, std::chrono::steady_clock::time_point deadline);
+  boost::asio::awaitable<void> connect(lease& l, std::chrono::steady_clock::time_point deadline);
+  /// Gives back what `l` holds: its connection to the pool (or to a waiter) if it is to be
+  /// kept, else its place; and its place in flight.
+  void release(lease& l);
+  /// A call whose caller went away, for /metrics; a probe's slot is freed.
+  void abandoned(const lease& l);
   /// Up or down: false while down (a fast failure), true otherwise; may let one probe in.
   bool admit();
   void failed();
