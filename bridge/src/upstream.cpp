@@ -76,6 +76,14 @@ clock::time_point until(clock::time_point deadline, std::chrono::milliseconds ti
   return std::min(deadline, clock::now() + timeout);
 }
 
+// Why the calling coroutine was cancelled, if it was: before the call's deadline its caller
+// went away (the client hung up); at or past it, the gateway ended a call out of time.
+enum class cut { no, caller_gone, deadline };
+cut cut_by(const net::cancellation_state& c, clock::time_point deadline) {
+  if (c.cancelled() == net::cancellation_type::none) return cut::no;
+  return clock::now() < deadline ? cut::caller_gone : cut::deadline;
+}
+
 }  // namespace
 
 endpoint endpoint::parse(std::string_view url) {
@@ -324,7 +332,7 @@ net::awaitable<void> upstream::acquire(lease& l, clock::time_point deadline) {
       l.placed = true;
     } else {
       std::erase(waiters_, w);
-      if (cancellation.cancelled() != net::cancellation_type::none) {
+      if (cut_by(cancellation, deadline) == cut::caller_gone) {
         throw boost::system::system_error(net::error::operation_aborted);
       }
       count(outcome::timeout);
@@ -375,14 +383,15 @@ net::awaitable<void> upstream::connect(lease& l, clock::time_point deadline) {
     }
   }
   time.disarm();
-  const bool timed_out = time.fired();
+  const cut cancelled = cut_by(cancellation, deadline);
+  const bool timed_out = time.fired() || cancelled == cut::deadline;
   if (c && !timed_out) {
     connects_.fetch_add(1, std::memory_order_relaxed);
     l.c = std::move(c);
     co_return;
   }
   if (c) c->close();
-  if (!timed_out && cancellation.cancelled() != net::cancellation_type::none) {
+  if (cancelled == cut::caller_gone) {
     throw boost::system::system_error(net::error::operation_aborted);
   }
   failed();
@@ -460,12 +469,11 @@ net::awaitable<answer> upstream::post(std::string path, std::string body,
 
   const auto ex = co_await net::this_coro::executor;
   const auto cancellation = co_await net::this_coro::cancellation_state;
-  const auto gone = [&] { return cancellation.cancelled() != net::cancellation_type::none; };
   for (int attempt = 0;; ++attempt) {
     lease l(*this);
     try {
       co_await acquire(l, deadline);
-      if (gone()) {
+      if (cut_by(cancellation, deadline) != cut::no) {
         l.keep = true;  // unused: back to the pool
         throw boost::system::system_error(net::error::operation_aborted);
       }
@@ -478,9 +486,8 @@ net::awaitable<answer> upstream::post(std::string path, std::string body,
       const auto ec = co_await std::visit(
           [&](auto& s) { return exchange(s, l.c->buffer, req, res); }, l.c->stream);
       time.disarm();
-      const bool timed_out = time.fired();
       if (!ec) {
-        l.keep = res.get().keep_alive() && !timed_out;
+        l.keep = res.get().keep_alive() && !time.fired();
         answer a{res.get().result_int(), std::move(res.get().body()),
                  std::string(res.get()[http::field::content_type])};
         const double seconds = std::chrono::duration<double>(clock::now() - start).count();
@@ -492,8 +499,12 @@ net::awaitable<answer> upstream::post(std::string path, std::string body,
         }
         co_return a;
       }
+      const cut cancelled = cut_by(cancellation, deadline);
+      const bool timed_out = time.fired() || cancelled == cut::deadline;
       // Mid-answer when the caller went away: the connection is closed (l.keep is false).
-      if (!timed_out && gone()) throw boost::system::system_error(net::error::operation_aborted);
+      if (cancelled == cut::caller_gone) {
+        throw boost::system::system_error(net::error::operation_aborted);
+      }
       // A pooled connection the backend closed while it was idle breaks before any byte of an
       // answer: the request goes once more, on a new connection.
       const bool stale = l.c->reused && !timed_out && !res.got_some() && attempt == 0 &&
