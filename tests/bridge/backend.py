@@ -7,7 +7,9 @@ to (POST /amf/<Service>/<method>) and the forwards it sends (POST /amf/_messages
 Svc.echo(x) answers x; Svc.whoami() what the bridge said of the caller; Svc.user(id) a typed
 object; Svc.fail() a fault; Svc.status() HTTP 500; Svc.garbage() what is not JSON; Svc.hang()
 nothing for 60 s; Svc.half() half an answer, then a close; Svc.huge() 10 GB, streamed;
-Svc.forwarded() the messages forwarded so far; Svc.connections() how many it accepted.
+Svc.forwarded() the messages forwarded so far; Svc.connections() how many it accepted;
+Svc.announce(text) publishes text to the destination "news" through amfgate's publish
+endpoint (--publish URL TOKEN).
 Only the standard library: it stands for any backend, in any language.
 """
 import argparse
@@ -18,10 +20,12 @@ import ssl
 import sys
 import threading
 import time
+import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 forwarded = []
 connections = 0
+publish_to = None  # (amfgate's base URL, token)
 lock = threading.Lock()
 
 
@@ -100,6 +104,14 @@ class Handler(BaseHTTPRequestHandler):
         if method == "forwarded":
             with lock:
                 return self.reply(200, {"result": list(forwarded)})
+        if method == "announce":
+            base, token = publish_to
+            req = urllib.request.Request(
+                f"{base}/publish/news", method="POST",
+                data=json.dumps({"body": args[0], "headers": {"from": "backend"}}).encode(),
+                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return self.reply(200, {"result": r.status})
         if method == "connections":
             with lock:
                 return self.reply(200, {"result": connections})
@@ -124,7 +136,10 @@ def main():
     p.add_argument("--port", type=int)
     p.add_argument("--unix")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    p.add_argument("--publish", nargs=2, metavar=("URL", "TOKEN"))
     a = p.parse_args()
+    global publish_to
+    publish_to = a.publish
     if a.unix:
         server = UnixServer(a.unix, Handler)
     else:

@@ -4,10 +4,11 @@
 //   node run.mjs AMFGATE [BUILD_DIR]
 // The page echoes every value through each of Royale's AMF APIs and publishes its verdict;
 // this script prints it and fails on any mismatch, or if the browser did not preflight.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,8 +75,10 @@ function serve(dir) {
 
 // 3. The test daemon (amfgate with the documentation's example services, the Ticker among
 //    them) on config/example.json's users, access rules and messaging, a Ticker publishing
-//    to its "ticks", a port of its own, CORS for the page's origin.
-function startGateway(origin) {
+//    to its "ticks", a port of its own, CORS for the page's origin; and the bridge to the
+//    backend of the bridge's tests (tests/bridge/backend.py), which publishes to "news".
+const publishToken = crypto.randomBytes(24).toString('hex');
+function startGateway(origin, backendPort) {
   const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
   return startDaemon(amfgate, {
     listen: { address: '127.0.0.1', port: 0 },
@@ -83,20 +86,46 @@ function startGateway(origin) {
     log: { level: 'debug', access: true, sinks: [{ type: 'stdout' }] },
     users: example.users,
     access: example.access,
-    messaging: example.messaging,
+    messaging: { ...example.messaging,
+                 destinations: { ...example.messaging.destinations, news: {} } },
     services: { Ticker: { destination: 'ticks', interval_ms: 1000 } },
     cors: { allow_origins: [origin] },
+    upstreams: { backend: { url: `http://127.0.0.1:${backendPort}/amf/` } },
+    bridge: { Bridged: 'backend' },
+    publish: { enabled: true, tokens: [publishToken] },
   }, work);
 }
 
-let gateway, server, browser, status = 1;
+function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// The backend, once the daemon it publishes through is up; resolves when it listens.
+function startBackend(port, gatewayBase) {
+  const child = spawn('/usr/bin/python3', [path.join(here, '../bridge/backend.py'),
+                      '--port', String(port), '--publish', gatewayBase, publishToken],
+                      { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout.once('data', () => resolve(child));
+    child.once('exit', (code) => reject(new Error(`the backend exited (${code})`)));
+  });
+}
+
+let gateway, server, browser, backend, status = 1;
 try {
   const started = Date.now();
   const page_dir = compile();
   console.log(`the Royale app, compiled or reused, in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   server = await serve(page_dir);
   const origin = `http://127.0.0.1:${server.address().port}`;
-  gateway = await startGateway(origin);
+  const backendPort = await freePort();
+  gateway = await startGateway(origin, backendPort);
+  backend = await startBackend(backendPort, gateway.base);
   browser = await launchChromium(work);
   const page = await browser.newPage();
   const console_lines = [];
@@ -126,6 +155,7 @@ try {
 } finally {
   if (browser) await browser.close();
   if (server) server.close();
+  if (backend) backend.kill('SIGKILL');
   await stopDaemon(gateway);
   if (status === 0) fs.rmSync(work, { recursive: true, force: true });
   else console.log(`kept ${work} (daemon.log); the page: ${path.join(build, 'page.png')}`);
