@@ -97,6 +97,10 @@ void bridge::start(std::shared_ptr<spdlog::logger> log, net::any_io_executor io)
   }
 }
 
+void bridge::stop() {
+  for (const auto& [name, up] : upstreams_) up->close();
+}
+
 void bridge::bind(services::registry& r) {
   for (const auto& [target, name] : cfg_.bridge) {
     services::method m;

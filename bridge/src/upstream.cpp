@@ -417,9 +417,10 @@ void upstream::release(lease& l) {
         w = waiters_.front();
         waiters_.erase(waiters_.begin());
       }
-      if (l.c && l.keep && w) {
+      const bool keep = l.c && l.keep && !closed_;
+      if (keep && w) {
         w->handed = std::move(l.c);
-      } else if (l.c && l.keep) {
+      } else if (keep) {
         l.c->idle_since = clock::now();
         l.c->reused = true;
         idle_.push_back(std::move(l.c));
@@ -432,6 +433,17 @@ void upstream::release(lease& l) {
   }
   if (l.c) l.c->close();
   if (w) net::post(w->executor, [w] { w->timer.cancel(); });
+}
+
+void upstream::close() {
+  std::vector<std::unique_ptr<connection>> idle;
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    idle.swap(idle_);
+    open_ -= idle.size();
+  }
+  for (auto& c : idle) c->close();
 }
 
 void upstream::abandoned(const lease& l) {

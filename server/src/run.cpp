@@ -254,6 +254,10 @@ int run(int argc, char** argv, const setup& bind_services) {
     amfgate::server::router routes(cfg, gw, flex, services, stats, sessions, server.workers(),
                                    *bridged, log);
     bridged->start(log, server.executor());
+    struct stop_bridge {
+      amfgate::bridge::bridge& b;
+      ~stop_bridge() { b.stop(); }  // before `server` and its I/O contexts
+    } stopped_first{*bridged};
     broker.forward_through(&*bridged);
     log->info("amfgate {} starting{}", AMFGATE_VERSION, cfg.debug ? " in debug mode" : "");
     const auto share = make_messaging_store(cfg, log);

@@ -44,6 +44,9 @@ class bridge final : public messaging::forwarder {
   void bind(services::registry& r);
   /// Opens for calls: the upstreams' pools, logging to `log`; forwards run on `io`.
   void start(std::shared_ptr<spdlog::logger> log, boost::asio::any_io_executor io);
+  /// Closes the pools' connections: their sockets belong to the server's I/O contexts, which
+  /// must outlive them.
+  void stop();
   /// The upstreams' lines of /metrics.
   void render(std::string& out) const;
   bool empty() const noexcept { return cfg_.upstreams.empty(); }

@@ -88,6 +88,9 @@ class upstream {
   void render(std::string& out) const;
   /// A call that ended before `post` (a request too large, say), for /metrics.
   void count(outcome o);
+  /// Closes the idle connections, and any given back from now on. Called before the I/O
+  /// contexts their sockets belong to are destroyed.
+  void close();
 
  private:
   struct connection;
@@ -118,6 +121,7 @@ class upstream {
   std::vector<std::unique_ptr<connection>> idle_;
   std::vector<std::shared_ptr<waiter>> waiters_;
   std::size_t open_ = 0, inflight_ = 0;
+  bool closed_ = false;
   // The breaker, under mutex_.
   std::size_t failures_ = 0;
   std::chrono::steady_clock::time_point down_until_{};
