@@ -146,9 +146,11 @@ try {
   // log is complete once the daemon has exited: lines are written in batches.)
   await stopDaemon(gateway);
   const preflights = (gateway.log().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
+  // And it stopped cleanly (under ASan, a use after free on the way out aborts the exit).
+  const exit = gateway.child.exitCode;
   console.log(`${verdict.passed} passed, ${verdict.failed} failed in the page; ` +
-              `${preflights} CORS preflights answered 204`);
-  status = verdict.failed === 0 && verdict.passed > 0 && preflights > 0 ? 0 : 1;
+              `${preflights} CORS preflights answered 204; the daemon exited with ${exit}`);
+  status = verdict.failed === 0 && verdict.passed > 0 && preflights > 0 && exit === 0 ? 0 : 1;
   if (status !== 0) console.log(`page console:\n${console_lines.join('\n')}`);
 } catch (e) {
   console.error(e.message);
