@@ -12,7 +12,8 @@
 # the access log on) answers the same echo alone (slow-quiet) and while 16 other connections
 # keep calling a handler that blocks its worker for 200 ms (slow-busy). The defaults with 1
 # I/O thread pinned to one core and with 2 pinned to two (taskset; a projection for 16 cores
-# from CPU per request). Then 10,000 idle keep-alive connections held open beside the busy ones
+# from CPU per request). System calls per request of both ceilings and of amfgate on the
+# defaults (perf stat). Then 10,000 idle keep-alive connections held open beside the busy ones
 # (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
@@ -188,6 +189,31 @@ awk -v rounds="$rounds" '
       median(rps["threads-2"]), median(rps["threads-2"]) / median(rps["threads-1"]),
       median(cpu["threads-2"]), median(cpu["threads-2"]), 16e6 / median(cpu["threads-2"])
   }' "$work/results"
+
+# System calls per request (issue 39): perf counts raw_syscalls:sys_enter of each server, all
+# its threads, while wrk runs against it; one run each, after the rounds.
+syscalls() {  # syscalls NAME PID URL BODY: "NAME calls_per_request"
+  local out
+  out=$(perf stat -e raw_syscalls:sys_enter -x, -p "$2" -- env AMF_BODY="$4" \
+    wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" 2>"$work/perf-stat")
+  echo "$out" | awk -v n="$1" -v calls="$(cut -d, -f1 "$work/perf-stat")" '/^RESULT/ {
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+    printf "%s %.2f\n", n, calls / v["requests"] }'
+}
+if perf stat -e raw_syscalls:sys_enter -x, true >/dev/null 2>&1; then
+  {
+    syscalls ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
+    syscalls sync-ceiling "$bare_sync" http://127.0.0.1:18487/ "$work/amf0-echo.amf"
+    syscalls amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
+  } >"$work/syscalls"
+  awk '{ s[$1] = $2 } END {
+    printf "system calls per AMF0 echo request (perf stat, every thread of the server): " \
+           "ceiling %.2f, sync-ceiling %.2f, amfgate on the defaults %.2f (%.2fx the " \
+           "synchronous ceiling'"'"'s)\n", s["ceiling"], s["sync-ceiling"], s["amf0-log"],
+      s["amf0-log"] / s["sync-ceiling"] }' "$work/syscalls"
+else
+  echo "system calls per request: perf cannot count raw_syscalls:sys_enter here; no figures"
+fi
 
 # Idle keep-alive connections (issue 13, goal 6): the AMF0 echo from the busy connections to an
 # amfgate on the defaults (access log on), alone and while 10,000 more connections, each having
