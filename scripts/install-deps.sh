@@ -7,7 +7,8 @@ set -euo pipefail
 build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
   libcrypt-dev libssl-dev libhiredis-dev dpkg-dev file)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev
-  redis-server nginx libsqlite3-dev chromium openjdk-17-jdk-headless python3-flask gunicorn)
+  redis-server nginx libsqlite3-dev chromium openjdk-17-jdk-headless python3-flask gunicorn
+  liburing-dev)
 
 case "${1:-test}" in
   runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libssl3 libhiredis0.14) ;;
