@@ -12,8 +12,9 @@
 # the access log on) answers the same echo alone (slow-quiet) and while 16 other connections
 # keep calling a handler that blocks its worker for 200 ms (slow-busy). The defaults with 1
 # I/O thread pinned to one core and with 2 pinned to two (taskset; a projection for 16 cores
-# from CPU per request). System calls per request of both ceilings and of amfgate on the
-# defaults (perf stat). Then 10,000 idle keep-alive connections held open beside the busy ones
+# from CPU per request). The same defaults on a build with Asio on io_uring (AMFGATE_IO_URING,
+# build/bench-uring: uring-amf0, uring-flex). System calls per request of both ceilings and of
+# amfgate on the defaults, on epoll and io_uring (perf stat). Then 10,000 idle keep-alive connections held open beside the busy ones
 # (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
@@ -36,6 +37,10 @@ command -v redis-server >/dev/null || { echo "load: redis-server is missing" >&2
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF >/dev/null
 cmake --build build/bench -j"$(nproc)" --target amfgate amfdump bare_server amfgate_test_daemon \
   push_load push_floor idle_conns >/dev/null
+# The same tree with Asio on io_uring (AMFGATE_IO_URING): the A/B of the transport.
+cmake -S . -B build/bench-uring -DCMAKE_BUILD_TYPE=Release -DAMFGATE_TESTS=OFF \
+  -DAMFGATE_BENCH=OFF -DAMFGATE_IO_URING=ON >/dev/null
+cmake --build build/bench-uring -j"$(nproc)" --target amfgate >/dev/null
 
 work=$(mktemp -d)
 pids=()
@@ -52,6 +57,7 @@ JSON
 cat >"$work/amfgate-log.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18485}, "threads": 2}
 JSON
+sed 's/18485/18499/' "$work/amfgate-log.json" >"$work/amfgate-uring.json"
 cat >"$work/amfgate-file.json" <<JSON
 {"listen": {"address": "127.0.0.1", "port": 18486}, "threads": 2,
  "log": {"sinks": [{"type": "file", "path": "$work/access-file.log"}]}}
@@ -83,12 +89,14 @@ build/bench/server/amfgate --config "$work/amfgate-log.json" >"$work/amfgate-std
 gate_log=$!
 build/bench/server/amfgate --config "$work/amfgate-file.json" >/dev/null &
 gate_file=$!
+build/bench-uring/server/amfgate --config "$work/amfgate-uring.json" >/dev/null &
+gate_uring=$!
 taskset -c 0 build/bench/server/amfgate --config "$work/amfgate-threads1.json" >/dev/null &
 gate_t1=$!
 taskset -c 0,1 build/bench/server/amfgate --config "$work/amfgate-threads2.json" >/dev/null &
 gate_t2=$!
 pids=("$bare" "$bare_sync" "$gate" "$gate_redis" "$redis" "$slow" "$gate_log" "$gate_file" "$gate_t1"
-  "$gate_t2")
+  "$gate_t2" "$gate_uring")
 if [ -n "${AMFGATE_BASELINE:-}" ]; then
   sed 's/18485/18495/' "$work/amfgate-log.json" >"$work/amfgate-base.json"
   "$AMFGATE_BASELINE" --config "$work/amfgate-base.json" >"$work/amfgate-base.log" &
@@ -124,6 +132,8 @@ for r in $(seq "$rounds"); do
     run base-flex "$gate_base" http://127.0.0.1:18495/gateway "$work/flex-echo.amf"
   fi
   run amf0-file "$gate_file" http://127.0.0.1:18486/gateway "$work/amf0-echo.amf"
+  run uring-amf0 "$gate_uring" http://127.0.0.1:18499/gateway "$work/amf0-echo.amf"
+  run uring-flex "$gate_uring" http://127.0.0.1:18499/gateway "$work/flex-echo.amf"
   run threads-1 "$gate_t1" http://127.0.0.1:18491/gateway "$work/amf0-echo.amf"
   run threads-2 "$gate_t2" http://127.0.0.1:18492/gateway "$work/amf0-echo.amf"
   run redis-anon "$gate_redis" http://127.0.0.1:18483/gateway "$work/amf0-echo.amf"
@@ -152,7 +162,7 @@ awk -v rounds="$rounds" '
     printf "%-12s %9s %8s %8s %12s %10s %10s %7s\n", "case", "req/s", "p50 ms", "p99 ms",
       "cpu us/req", "req/s ratio", "cpu ratio", "errors"
     cases = "ceiling sync-ceiling amf0-echo flex-echo amf0-log flex-log amf0-file threads-1 " \
-            "threads-2 redis-anon redis-sess slow-quiet slow-busy"
+            "threads-2 redis-anon redis-sess slow-quiet slow-busy uring-amf0 uring-flex"
     if ("base-amf0" in cpu) cases = cases " base-amf0 base-flex"
     count = split(cases, names, " ")
     for (k = 1; k <= count; k++) {
@@ -169,6 +179,11 @@ awk -v rounds="$rounds" '
         median(rps["amf0-log"]) / median(rps["base-amf0"]),
         median(rps["flex-log"]) / median(rps["base-flex"])
     }
+    printf "io_uring (AMFGATE_IO_URING) against epoll, the same defaults: cpu per request " \
+           "amf0 %.2fx, flex %.2fx; amf0 against the synchronous ceiling %.2fx (goal <= 1.0x)\n",
+      median(cpu["uring-amf0"]) / median(cpu["amf0-log"]),
+      median(cpu["uring-flex"]) / median(cpu["flex-log"]),
+      median(cpu["uring-amf0"]) / median(cpu["sync-ceiling"])
     printf "access log cost, cpu per request with the log / without: amf0 to stdout %.2fx, " \
            "amf0 to a file %.2fx, flex to stdout %.2fx (goal <= 1.10x)\n",
       median(cpu["amf0-log"]) / median(cpu["amf0-echo"]),
@@ -205,12 +220,14 @@ if perf stat -e raw_syscalls:sys_enter -x, true >/dev/null 2>&1; then
     syscalls ceiling "$bare" http://127.0.0.1:18480/ "$work/amf0-echo.amf"
     syscalls sync-ceiling "$bare_sync" http://127.0.0.1:18487/ "$work/amf0-echo.amf"
     syscalls amf0-log "$gate_log" http://127.0.0.1:18485/gateway "$work/amf0-echo.amf"
+    syscalls uring-amf0 "$gate_uring" http://127.0.0.1:18499/gateway "$work/amf0-echo.amf"
   } >"$work/syscalls"
   awk '{ s[$1] = $2 } END {
     printf "system calls per AMF0 echo request (perf stat, every thread of the server): " \
            "ceiling %.2f, sync-ceiling %.2f, amfgate on the defaults %.2f (%.2fx the " \
-           "synchronous ceiling'"'"'s)\n", s["ceiling"], s["sync-ceiling"], s["amf0-log"],
-      s["amf0-log"] / s["sync-ceiling"] }' "$work/syscalls"
+           "synchronous ceiling'"'"'s), the same on io_uring %.2f (%.2fx)\n", s["ceiling"],
+      s["sync-ceiling"], s["amf0-log"], s["amf0-log"] / s["sync-ceiling"], s["uring-amf0"],
+      s["uring-amf0"] / s["sync-ceiling"] }' "$work/syscalls"
 else
   echo "system calls per request: perf cannot count raw_syscalls:sys_enter here; no figures"
 fi
