@@ -204,12 +204,12 @@ upstream::upstream(std::string name, const config::upstream_settings& s,
 
 upstream::~upstream() = default;
 
-bool upstream::admit() {
+upstream::admission upstream::admit() {
   // Under mutex_.
-  if (failures_ < settings_.failure_threshold) return true;
-  if (clock::now() < down_until_ || probing_) return false;
+  if (failures_ < settings_.failure_threshold) return admission::admitted;
+  if (clock::now() < down_until_ || probing_) return admission::refused;
   probing_ = true;  // down_ms passed: this call tries
-  return true;
+  return admission::probe;
 }
 
 void upstream::failed() {
@@ -275,14 +275,14 @@ net::awaitable<void> upstream::acquire(lease& l, clock::time_point deadline) {
                                      std::to_string(settings_.max_inflight) +
                                      " calls in flight (max_inflight); retry later");
     }
-    const bool probing = probing_;
-    if (!admit()) {
+    const admission admitted = admit();
+    if (admitted == admission::refused) {
       count(outcome::unavailable);
       throw fault("Server.Upstream.Unavailable", "upstream " + name_ + " is down after " +
                                                      std::to_string(failures_) +
                                                      " failures in a row; retry later");
     }
-    l.probe = probing_ && !probing;
+    l.probe = admitted == admission::probe;
     ++inflight_;
     l.in_flight = true;
     // Idle too long: the backend may have closed it.

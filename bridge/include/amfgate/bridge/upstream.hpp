@@ -104,8 +104,10 @@ class upstream {
   void release(lease& l);
   /// A call whose caller went away, for /metrics; a probe's slot is freed.
   void abandoned(const lease& l);
-  /// Up or down: false while down (a fast failure), true otherwise; may let one probe in.
-  bool admit();
+  /// Up or down: refused while down (a fast failure), else admitted; once down_ms have
+  /// passed, one call is let in as the probe.
+  enum class admission { refused, admitted, probe };
+  admission admit();
   void failed();
   void succeeded();
 
