@@ -89,16 +89,14 @@ void bridge::start(std::shared_ptr<spdlog::logger> log, net::any_io_executor io)
   log_ = std::move(log);
   io_ = std::move(io);
   for (const auto& [name, u] : cfg_.upstreams) {
-    upstreams_.emplace(name,
-                       std::make_unique<upstream>(name, u, cfg_.limits.max_response_bytes, log_));
-    forwarding_.try_emplace(name, 0);
+    upstreams_[name].up = std::make_unique<upstream>(name, u, cfg_.limits.max_response_bytes, log_);
     log_->info("upstream {} at {} ({} JSON, at most {} connections)", name, u.url, u.mapping,
                u.max_connections);
   }
 }
 
 void bridge::stop() {
-  for (const auto& [name, up] : upstreams_) up->close();
+  for (const auto& [name, t] : upstreams_) t.up->close();
 }
 
 void bridge::bind(services::registry& r) {
@@ -111,7 +109,7 @@ void bridge::bind(services::registry& r) {
                                                   std::span<const amf::value> args) {
       const auto it = upstreams_.find(upstream_name);
       if (it == upstreams_.end()) throw std::logic_error("the bridge has not started");
-      return call(*it->second, ctx, args);
+      return call(*it->second.up, ctx, args);
     };
     const auto dot = target.find('.');
     if (dot == std::string::npos) {
@@ -206,8 +204,8 @@ void bridge::forward(std::string_view upstream_name, const amf::flex::message& m
                      std::string_view subtopic, const services::principal* user) {
   const auto it = upstreams_.find(upstream_name);
   if (it == upstreams_.end() || !io_) return;
-  upstream& up = *it->second;
-  std::atomic<std::size_t>& in_flight = forwarding_.find(upstream_name)->second;
+  upstream& up = *it->second.up;
+  std::atomic<std::size_t>& in_flight = it->second.forwarding;
   // Bounded: at most max_inflight forwards per upstream wait; past that they are dropped.
   if (in_flight.load() >= up.settings().max_inflight) {
     forwards_dropped_.fetch_add(1);
@@ -271,7 +269,7 @@ net::awaitable<void> bridge::send_forward(upstream& up, std::atomic<std::size_t>
 void bridge::render(std::string& out) const {
   if (upstreams_.empty()) return;
   out += "# TYPE amfgate_upstream_calls_total counter\n";
-  for (const auto& [name, up] : upstreams_) up->render(out);
+  for (const auto& [name, t] : upstreams_) t.up->render(out);
   out += "amfgate_forwards_total{outcome=\"sent\"} " + std::to_string(forwards_sent_.load()) +
          "\namfgate_forwards_total{outcome=\"failed\"} " + std::to_string(forwards_failed_.load()) +
          "\namfgate_forwards_total{outcome=\"dropped\"} " +

@@ -64,9 +64,11 @@ class bridge final : public messaging::forwarder {
   const config::gateway_config& cfg_;
   std::shared_ptr<spdlog::logger> log_;
   boost::asio::any_io_executor io_;
-  std::map<std::string, std::unique_ptr<upstream>, std::less<>> upstreams_;
-  /// Forwards in flight, per upstream (each up to its max_inflight).
-  std::map<std::string, std::atomic<std::size_t>, std::less<>> forwarding_;
+  struct upstream_state {
+    std::unique_ptr<upstream> up;
+    std::atomic<std::size_t> forwarding{0};  ///< forwards in flight, up to its max_inflight
+  };
+  std::map<std::string, upstream_state, std::less<>> upstreams_;
   std::atomic<std::uint64_t> forwards_dropped_{0}, forwards_failed_{0}, forwards_sent_{0};
 };
 
