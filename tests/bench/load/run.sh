@@ -14,8 +14,8 @@
 # I/O thread pinned to one core and with 2 pinned to two (taskset; a projection for 16 cores
 # from CPU per request). The same defaults on a build with Asio on io_uring (AMFGATE_IO_URING,
 # build/bench-uring: uring-amf0, uring-flex). System calls per request of both ceilings and of
-# amfgate on the defaults, on epoll and io_uring (perf stat). Then 10,000 idle keep-alive connections held open beside the busy ones
-# (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
+# amfgate on the defaults, on epoll and io_uring (perf stat). Then 10,000 idle keep-alive
+# connections held open beside the busy ones (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
 # many connections from one address need, and its floor: the same connections and frame bytes
