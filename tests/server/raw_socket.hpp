@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -42,7 +43,7 @@ class raw_socket {
     timeval tv{ms / 1000, (ms % 1000) * 1000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     char buf[4096];
-    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    const ssize_t n = receive(buf, sizeof buf);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
   }
   /// Everything until the peer closes (or 10 s pass: then peer_closed() is false).
@@ -50,13 +51,23 @@ class raw_socket {
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = ::recv(fd_, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    while ((n = receive(buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
     peer_closed_ = n == 0;
     return out;
   }
   bool peer_closed() const { return peer_closed_; }
 
  private:
+  // A receive that a signal interrupts is tried again. With a receive timeout set, the kernel
+  // does not restart it, and io_uring's task work (in a process built on it) interrupts it
+  // like a signal.
+  ssize_t receive(char* buf, std::size_t size) {
+    ssize_t n;
+    do n = ::recv(fd_, buf, size, 0);
+    while (n < 0 && errno == EINTR);
+    return n;
+  }
+
   int fd_;
   bool peer_closed_ = false;
 };
