@@ -73,8 +73,10 @@ struct http_server::impl {
 
   /// Accepts on `acceptors[listener]`, for ever.
   void accept(unsigned listener) {
+    ++accepting;
     acceptors[listener].async_accept(
         next_io(), [this, listener](beast::error_code ec, tcp::socket s) {
+          --accepting;
           if (ec) {
             if (ec != net::error::operation_aborted) {
               st.log->warn("accept failed: {}", ec.message());
@@ -148,7 +150,9 @@ struct http_server::impl {
   }
 
   void poll_drained() {
-    if (st.stats.open_connections() == 0 || clock::now() >= deadline) {
+    // An accept the close cancelled must have returned too: on io_uring its cancellation
+    // completes later, and a context destroyed with it pending reads its freed socket.
+    if ((st.stats.open_connections() == 0 && accepting == 0) || clock::now() >= deadline) {
       if (st.stats.open_connections() > 0) {
         st.log->warn("grace period over with {} connections open", st.stats.open_connections());
       }
@@ -168,6 +172,7 @@ struct http_server::impl {
   net::io_context& ioc;  ///< the first
   std::size_t next_context = 0;
   std::deque<tcp::acceptor> acceptors;  ///< cfg.listen, then http_routes::also
+  unsigned accepting = 0;               ///< accepts pending (on the first context)
   net::io_context signal_context{1};
   net::signal_set signals;
   net::steady_timer timer;
