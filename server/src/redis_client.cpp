@@ -4,6 +4,7 @@
 #include <hiredis/hiredis.h>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -173,7 +174,7 @@ struct redis_client::impl {
     ac->ev.addWrite = [](void* p) { static_cast<impl*>(p)->want(false, true); };
     ac->ev.delWrite = [](void* p) { static_cast<impl*>(p)->want(false, false); };
     ac->ev.cleanup = [](void* p) { static_cast<impl*>(p)->freed(); };
-    fd.emplace(strand, ac->c.fd);
+    fd.emplace(strand.get_inner_executor(), ac->c.fd);  // see arm()
     redisAsyncSetConnectCallback(ac, [](const redisAsyncContext* c, int status) {
       auto* self = static_cast<impl*>(c->data);
       if (status != REDIS_OK) self->lost(c->errstr ? c->errstr : "cannot connect");
@@ -236,17 +237,22 @@ struct redis_client::impl {
     bool& waiting = read ? reading : writing;
     if (waiting || !(read ? want_read : want_write) || !fd) return;
     waiting = true;
+    // The wait completes on the descriptor's plain executor and then enters the strand. On
+    // io_uring, a wait that the close at exit cancelled is destroyed with the I/O context,
+    // after the strand's service: holding the strand there would touch it once freed.
     fd->async_wait(
         read ? net::posix::stream_descriptor::wait_read : net::posix::stream_descriptor::wait_write,
         [this, read](boost::system::error_code ec) {
-          (read ? reading : writing) = false;
-          if (ec || !ac) return;
-          if (read) {
-            redisAsyncHandleRead(ac);
-          } else {
-            redisAsyncHandleWrite(ac);
-          }
-          if (ac) arm(read);
+          net::dispatch(strand, [this, read, ec] {
+            (read ? reading : writing) = false;
+            if (ec || !ac) return;
+            if (read) {
+              redisAsyncHandleRead(ac);
+            } else {
+              redisAsyncHandleWrite(ac);
+            }
+            if (ac) arm(read);
+          });
         });
   }
 
