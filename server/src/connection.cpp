@@ -9,6 +9,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <tuple>
 
 #include "amfgate/services/quote.hpp"
 #include "body_pool.hpp"
@@ -101,13 +102,13 @@ connection::connection(tcp::socket&& socket, shared_state& st, unsigned listener
   const auto ep = stream_.socket().remote_endpoint(ec);
   address_ = ec ? "unknown" : ep.address().to_string();
   client_ = ec ? "unknown" : address_ + ":" + std::to_string(ep.port());
-  admission_ = st_.admit(address_, !ec && ep.address().is_loopback());
+  std::tie(admission_, load_) = st_.admit(address_, !ec && ep.address().is_loopback());
   st_.stats.connection_opened();
 }
 
 connection::~connection() {
   release_memory();
-  st_.leave(address_, admission_);
+  st_.leave(address_, admission_, *load_);
   st_.stats.connection_closed();
 }
 
@@ -158,7 +159,7 @@ net::awaitable<void> connection::serve() {
     }
     const bool body = co_await read_body();
     if (!body) co_return;
-    if (!st_.begin_request(address_)) {
+    if (!st_.begin_request(*load_)) {
       st_.stats.busy_refused();
       request_ = parser_->release();
       bytes_in_ = request_.body().size();
@@ -288,7 +289,7 @@ void connection::prepare_request() {
   in_.memory = &st_.arenas;
   in_.on_wait = [this] { watch_for_hangup(); };  // runs within route(): `this` lives
   in_.on_park = [this](bool parked) {
-    parked ? st_.end_request(address_) : st_.resume_request(address_);
+    parked ? st_.end_request(*load_) : st_.resume_request(*load_);
   };
 }
 
@@ -299,7 +300,7 @@ net::awaitable<http_reply> connection::route() {
   struct ended {
     connection& c;
     ~ended() {
-      c.st_.end_request(c.address_);
+      c.st_.end_request(*c.load_);
       c.stop_watching();
     }
   } request_ends{*this};

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "amf/value.hpp"
 #include "amfgate/config.hpp"
@@ -53,60 +54,60 @@ struct shared_state {
 
   std::mutex mutex;  // guards what follows
   std::list<std::weak_ptr<class connection>> connections;
+  /// What one address has open. Each of its connections holds it (the map's nodes do not
+  /// move), so that a request is counted with one atomic, not the lock and a lookup.
   struct client_load {
-    std::size_t connections = 0, requests = 0;
+    std::size_t connections = 0;           ///< admitted in full: what the limit counts
+    std::size_t holders = 0;               ///< its connections of any admission
+    std::atomic<std::size_t> requests{0};  ///< in flight (without the lock)
   };
   std::unordered_map<std::string, client_load> clients;  ///< by address, while it has any
   std::size_t full_connections = 0, health_only = 0;
   static constexpr std::size_t health_slots = 4;
 
-  admission admit(const std::string& address, bool loopback) {
+  /// How a connection from `address` is admitted, and the load of its address.
+  std::pair<admission, client_load*> admit(const std::string& address, bool loopback) {
     std::lock_guard lock(mutex);
     const auto per_client = cfg.limits.max_connections_per_client;
-    auto it = clients.find(address);
-    const std::size_t mine = it == clients.end() ? 0 : it->second.connections;
-    if (full_connections < cfg.limits.max_connections && (per_client == 0 || mine < per_client)) {
+    client_load& mine = clients[address];
+    ++mine.holders;
+    if (full_connections < cfg.limits.max_connections &&
+        (per_client == 0 || mine.connections < per_client)) {
       ++full_connections;
-      ++clients[address].connections;
-      return admission::full;
+      ++mine.connections;
+      return {admission::full, &mine};
     }
     if (loopback && health_only < health_slots) {
       ++health_only;
-      return admission::health_only;
+      return {admission::health_only, &mine};
     }
-    return admission::refused;
+    return {admission::refused, &mine};
   }
-  void leave(const std::string& address, admission a) {
+  /// The connection that `admit` gave `load` ends, with its requests.
+  void leave(const std::string& address, admission a, client_load& load) {
     std::lock_guard lock(mutex);
     if (a == admission::health_only) --health_only;
-    if (a != admission::full) return;
-    --full_connections;
-    auto it = clients.find(address);
-    if (--it->second.connections == 0 && it->second.requests == 0) clients.erase(it);
+    if (a == admission::full) {
+      --full_connections;
+      --load.connections;
+    }
+    if (--load.holders == 0) clients.erase(address);
   }
-  /// A request of `address` begins, unless it has limits.max_requests_per_client already.
-  /// With no such limit (0), nothing is counted: no lock on every request.
-  bool begin_request(const std::string& address) {
+  /// A request begins, unless its address has limits.max_requests_per_client already.
+  bool begin_request(client_load& load) const {
     const auto max = cfg.limits.max_requests_per_client;
     if (max == 0) return true;
-    std::lock_guard lock(mutex);
-    auto& c = clients[address];
-    if (c.requests >= max) return false;
-    ++c.requests;
-    return true;
+    if (load.requests.fetch_add(1, std::memory_order_relaxed) < max) return true;
+    load.requests.fetch_sub(1, std::memory_order_relaxed);
+    return false;
   }
   /// A parked poll's request counts again once it stops waiting, whatever the count: its
   /// answer is written.
-  void resume_request(const std::string& address) {
-    if (cfg.limits.max_requests_per_client == 0) return;
-    std::lock_guard lock(mutex);
-    ++clients[address].requests;
+  void resume_request(client_load& load) const {
+    if (cfg.limits.max_requests_per_client) load.requests.fetch_add(1, std::memory_order_relaxed);
   }
-  void end_request(const std::string& address) {
-    if (cfg.limits.max_requests_per_client == 0) return;
-    std::lock_guard lock(mutex);
-    auto it = clients.find(address);
-    if (--it->second.requests == 0 && it->second.connections == 0) clients.erase(it);
+  void end_request(client_load& load) const {
+    if (cfg.limits.max_requests_per_client) load.requests.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
@@ -273,6 +274,7 @@ class connection : public std::enable_shared_from_this<connection> {
   unsigned listener_;
   std::string address_, client_;  // "address", "address:port"
   admission admission_ = admission::refused;
+  shared_state::client_load* load_ = nullptr;  ///< its address's, from `admit`
   phase phase_ = phase::reading;
   closing closing_ = closing::no;
   bool watching_hangup_ = false;
