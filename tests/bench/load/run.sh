@@ -15,7 +15,8 @@
 # from CPU per request). The same defaults on a build with Asio on io_uring (AMFGATE_IO_URING,
 # build/bench-uring: uring-amf0, uring-flex). System calls per request of both ceilings and of
 # amfgate on the defaults, on epoll and io_uring (perf stat). Then 10,000 idle keep-alive
-# connections held open beside the busy ones (idle_conns.cpp): throughput with and without them, the daemon's RSS. Last, server push:
+# connections held open beside the busy ones (idle_conns.cpp): throughput with and without
+# them, the daemon's RSS. Last, server push:
 # 1,000 long-polling and 1,000 streaming Flex consumers of one destination while a Producer
 # publishes 20 messages a second (push_load.cpp), on the defaults plus the limits that so
 # many connections from one address need, and its floor: the same connections and frame bytes
@@ -109,11 +110,12 @@ redis-cli -p 18482 SET "amfgate:session:$session" \
   '{"user":{"name":"bench","roles":[]},"dsid":"","small_messages":false}' PX 3600000 >/dev/null
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# wrk as every measured run drives a server: add the URL (and AMF_BODY in the environment).
+post=(wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua)
 run() {  # run NAME PID URL BODY [COOKIE]: one line "NAME rps p50 p99 cpu_us errors"
   local t0 t1 line
   t0=$(cpu_ticks "$2")
-  line=$(AMF_BODY=$4 AMF_COOKIE=${5:-} wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" |
-    grep '^RESULT')
+  line=$(AMF_BODY=$4 AMF_COOKIE=${5:-} "${post[@]}" "$3" | grep '^RESULT')
   t1=$(cpu_ticks "$2")
   echo "$line" | awk -v n="$1" -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" '{
     for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -209,8 +211,8 @@ awk -v rounds="$rounds" '
 # its threads, while wrk runs against it; one run each, after the rounds.
 syscalls() {  # syscalls NAME PID URL BODY: "NAME calls_per_request"
   local out
-  out=$(perf stat -e raw_syscalls:sys_enter -x, -p "$2" -- env AMF_BODY="$4" \
-    wrk -t1 -c"$connections" -d"${seconds}s" -s tests/bench/load/post.lua "$3" 2>"$work/perf-stat")
+  out=$(perf stat -e raw_syscalls:sys_enter -x, -p "$2" -- env AMF_BODY="$4" "${post[@]}" "$3" \
+    2>"$work/perf-stat")
   echo "$out" | awk -v n="$1" -v calls="$(cut -d, -f1 "$work/perf-stat")" '/^RESULT/ {
     for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
     printf "%s %.2f\n", n, calls / v["requests"] }'
