@@ -333,10 +333,57 @@ broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
     d.log.pop_front();
   }
   woken out;
-  for (const subscription* s : d.subscribers) {
-    if (!selects(*s, *kept)) continue;
+  for (subscription* s : d.subscribers) {
+    const bool selected = selects(*s, *kept);
+    if (!hand_over(*s, kept, selected) && selected && s->owner->stream) {
+      s->owner->stream->poll_needed = true;
+    }
+    if (!selected) continue;
     if (s->owner->parked) out.push_back(s->owner->parked);
     if (s->owner->stream) out.push_back(s->owner->stream);
+  }
+  return out;
+}
+
+bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected) {
+  const client& c = *s.owner;
+  if (share_ || !c.stream || s.cursor != m->index) return false;
+  // Only while the client has read all there was, in every subscription: so the stream
+  // writes its messages in the order they were published.
+  const bool caught_up = std::all_of(c.subscriptions.begin(), c.subscriptions.end(), [&](auto* t) {
+    return t->lost == 0 && t->cursor >= (t->dest == s.dest ? m->index : t->dest->next_index);
+  });
+  if (!caught_up) return false;
+  if (!selected) {  // a poll would pass it
+    s.cursor = m->index + 1;
+    return true;
+  }
+  waiter& w = *c.stream;
+  const std::lock_guard lock(w.handed_mutex);
+  // Within what a poll reads at once: past it, or too large for a piece, a poll reads it.
+  if (w.queue.size() >= cfg_.max_messages_per_poll || m->bytes() > w.max_bytes - w.queue_bytes ||
+      m->expires < clock::now()) {
+    return false;
+  }
+  w.queue.push_back({s.shared_id, m, s.reads});
+  w.queue_bytes += m->bytes();
+  s.cursor = m->index + 1;
+  ++s.dest->delivered;
+  return true;
+}
+
+void broker::take(waiter& w, std::vector<waiter::handed>& into) {
+  into.clear();
+  const std::lock_guard lock(w.handed_mutex);
+  std::swap(w.queue, into);
+  w.queue_bytes = 0;
+}
+
+std::vector<broker::moved> broker::unwritten(const std::vector<waiter::handed>& handed) {
+  std::vector<moved> out;
+  for (const auto& h : handed) {
+    const std::uint64_t at = h.message->index;
+    out.push_back({*h.subscription, at, at + 1, 1, h.reads});
   }
   return out;
 }
@@ -498,6 +545,7 @@ broker::subscription& broker::new_subscription(client& c, std::string_view clien
   s.dest = &d;
   s.owner = &c;
   s.cursor = d.next_index;  // from now on: what was published before is not for it
+  s.shared_id = std::make_shared<const std::string>(s.id);
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
   c.subscriptions.push_back(&kept);
   ++quota_of(c.quota).subscriptions;
@@ -713,9 +761,12 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
   for (const auto& r : read) {
     const auto l = left_out.find(r.s->id);
     r.s->cursor = l == left_out.end() ? r.end : l->second;
+    if (r.s->cursor != r.from) ++r.s->reads;
     const auto delivered = static_cast<std::uint64_t>(std::count_if(
         out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
-    if (delivered != 0) out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered});
+    if (delivered != 0) {
+      out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered, r.s->reads});
+    }
   }
   out.messages.erase(kept, out.messages.end());
   for (const auto& [s, index] : oversized) {
@@ -744,17 +795,23 @@ boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client
   co_return b;
 }
 
+void broker::rewind_one(subscription& s, std::uint64_t from, std::uint64_t to,
+                        std::uint64_t delivered, std::uint64_t reads) {
+  // Unless a poll read on since: a message handed over to a stream moves the cursor too.
+  if (s.cursor == to || s.reads == reads) {
+    s.cursor = std::min(s.cursor, from);
+  } else {
+    s.lost += delivered;  // told next time
+  }
+}
+
 boost::asio::awaitable<void> broker::rewind(std::string client_id, std::vector<moved> cursors) {
   {
     const std::lock_guard lock(mutex_);
     for (const auto& c : cursors) {
       const auto it = subscriptions_.find(c.subscription);
       if (it == subscriptions_.end() || it->second.client != client_id) continue;
-      if (it->second.cursor == c.to) {
-        it->second.cursor = c.from;
-      } else {
-        it->second.lost += c.delivered;  // read on by another poll since: told next time
-      }
+      rewind_one(it->second, c.from, c.to, c.delivered, c.reads);
     }
   }
   if (!share_) co_return;
@@ -909,7 +966,8 @@ std::shared_ptr<broker::waiter> broker::park(std::string_view client_id, const c
 }
 
 std::shared_ptr<broker::waiter> broker::open_stream(std::string_view client_id, const caller& who,
-                                                    boost::asio::any_io_executor executor) {
+                                                    boost::asio::any_io_executor executor,
+                                                    std::size_t max_bytes) {
   const std::lock_guard lock(mutex_);
   if (draining_) throw fault("Server.Busy", "the daemon is shutting down");
   client& c = claim(client_id, who);
@@ -920,6 +978,7 @@ std::shared_ptr<broker::waiter> broker::open_stream(std::string_view client_id, 
   const char* refused;
   auto w = hold(c, client_id, who, std::move(executor), true, refused);
   if (!w) throw fault("Server.Busy", std::string("no room for another stream: ") + refused);
+  w->max_bytes = max_bytes;
   return w;
 }
 
@@ -943,6 +1002,14 @@ void broker::release(waiter& w, client& c) {
 
 void broker::unpark(const std::shared_ptr<waiter>& w) {
   const std::lock_guard lock(mutex_);
+  // What was handed over to a stream and not taken is read again by the client's next poll.
+  std::vector<waiter::handed> left;
+  take(*w, left);
+  for (const auto& h : left) {
+    const auto s = subscriptions_.find(*h.subscription);
+    if (s == subscriptions_.end() || s->second.client != w->flex_client) continue;
+    rewind_one(s->second, h.message->index, h.message->index + 1, 1, h.reads);
+  }
   // Still counted, it is still its FlexClient's: a poll that replaced it and a disconnect
   // released it when they took it away (and only a client that holds nothing goes).
   const auto c = clients_.find(w->flex_client);
@@ -1048,6 +1115,45 @@ amf::value broker::message_for(amf::document& doc, const delivery& d) {
   m.timestamp = s.timestamp;
   m.time_to_live = s.time_to_live;
   return amf::flex::make(doc, m);
+}
+
+namespace {
+
+// Where the subscription's id goes in a message encoded once: a string no client knows.
+const std::string& client_marker() {
+  static const std::string marker = "amfgate-client-" + amf::flex::new_uuid();
+  return marker;
+}
+
+}  // namespace
+
+broker::encoding broker::encoded_for(const stored& m) {
+  std::call_once(m.encode_once, [&m] {
+    const std::string& marker = client_marker();
+    // A message that holds the marker is built for each subscriber: the marker would not
+    // be found once.
+    for (const std::string* part : {&m.body, &m.headers, &m.destination, &m.message_id}) {
+      if (part->find(marker) != std::string::npos) return;
+    }
+    amf::document doc;
+    std::string out;
+    // (No owner: the delivery lives only within this call.)
+    const std::shared_ptr<const stored> unowned(std::shared_ptr<const stored>(), &m);
+    amf::encode_amf3(message_for(doc, {marker, unowned}), out);
+    // The marker goes inline: its length as a U29 of (size << 1 | 1), then its bytes.
+    static_assert(sizeof "amfgate-client-" - 1 + 36 < 64, "the marker's length takes one byte");
+    const std::size_t at = out.find(marker);
+    if (at == std::string::npos || at == 0 ||
+        out[at - 1] != static_cast<char>(marker.size() << 1 | 1)) {
+      return;
+    }
+    m.client_at = at - 1;
+    m.client_bytes = marker.size() + 1;
+    m.encoded = std::move(out);
+  });
+  if (m.encoded.empty()) return {};
+  const std::string_view all = m.encoded;
+  return {all.substr(0, m.client_at), all.substr(m.client_at + m.client_bytes)};
 }
 
 broker::stats broker::snapshot() const {

@@ -227,7 +227,8 @@ net::awaitable<std::unique_ptr<stream>> channel::open_stream(std::string_view cl
   // Bound to a session, a FlexClient's stream is that session's only: as for a poll.
   const std::string session = co_await known_session(session_id);
   co_await check_owner(client, session);
-  auto w = broker_.open_stream(client, {session, address}, co_await net::this_coro::executor);
+  auto w = broker_.open_stream(client, {session, address}, co_await net::this_coro::executor,
+                               max_response_bytes_);
   co_return std::make_unique<stream>(broker_, std::move(w), amf::flex::new_uuid(),
                                      kickstart_bytes(user_agent),
                                      broker_.settings().stream_heartbeat, max_response_bytes_);

@@ -2,7 +2,10 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 
 #include "amf/encode.hpp"
 #include "amf/flex.hpp"
@@ -14,11 +17,15 @@ using wake = broker::wake;
 
 namespace {
 
-// One inner frame: "<hex length>\r\n<bytes>\r\n".
-void append_frame(std::string& out, std::string_view bytes) {
+// One inner frame: "<hex length>\r\n<bytes>\r\n", its bytes in pieces.
+void append_frame(std::string& out, std::initializer_list<std::string_view> bytes) {
+  std::size_t total = 0;
+  for (const auto b : bytes) total += b.size();
   char size[24];
-  const int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
-  out.append(size, static_cast<std::size_t>(n)).append(bytes).append("\r\n");
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", total);
+  out.append(size, static_cast<std::size_t>(n));
+  for (const auto b : bytes) out.append(b);
+  out.append("\r\n");
 }
 
 // A message as a frame: a standalone AMF3 value (its own reference tables). Full form
@@ -26,7 +33,38 @@ void append_frame(std::string& out, std::string_view bytes) {
 void append_message(std::string& out, const amf::value& message) {
   std::string bytes;
   amf::encode_amf3(message, bytes);
-  append_frame(out, bytes);
+  append_frame(out, {bytes});
+}
+
+// A message handed over by the broker: its bytes encoded once, with the subscription's id
+// (the message's clientId) between them as an AMF3 string.
+void append_handed(std::string& out, const broker::waiter::handed& h, amf::document& doc) {
+  const auto [before, after] = broker::encoded_for(*h.message);
+  const std::string& id = *h.subscription;
+  if (before.empty() || id.empty() || id.size() >= (1U << 27)) {  // (the empty one has no slot)
+    append_message(out, broker::message_for(doc, {id, h.message}));
+    return;
+  }
+  // The string's header: a U29 of (size << 1 | 1).
+  const auto v = static_cast<std::uint32_t>(id.size() << 1 | 1);
+  char u29[4];
+  std::size_t n = 0;
+  if (v < 0x80) {
+    u29[n++] = static_cast<char>(v);
+  } else if (v < 0x4000) {
+    u29[n++] = static_cast<char>(v >> 7 | 0x80);
+    u29[n++] = static_cast<char>(v & 0x7f);
+  } else if (v < 0x200000) {
+    u29[n++] = static_cast<char>(v >> 14 | 0x80);
+    u29[n++] = static_cast<char>((v >> 7 & 0x7f) | 0x80);
+    u29[n++] = static_cast<char>(v & 0x7f);
+  } else {
+    u29[n++] = static_cast<char>(v >> 22 | 0x80);
+    u29[n++] = static_cast<char>((v >> 15 & 0x7f) | 0x80);
+    u29[n++] = static_cast<char>((v >> 8 & 0x7f) | 0x80);
+    u29[n++] = static_cast<char>(v & 0xff);
+  }
+  append_frame(out, {before, std::string_view(u29, n), id, after});
 }
 
 }  // namespace
@@ -54,15 +92,19 @@ stream::~stream() {
 }
 
 void stream::unwritten() {
-  if (last_.empty()) return;
-  net::co_spawn(waiter_->timer.get_executor(),
-                broker_.rewind(waiter_->flex_client, std::move(last_)), net::detached);
+  auto cursors = broker::unwritten(last_handed_);
+  cursors.insert(cursors.end(), last_.begin(), last_.end());
   last_.clear();
+  last_handed_.clear();
+  if (cursors.empty()) return;
+  net::co_spawn(waiter_->timer.get_executor(),
+                broker_.rewind(waiter_->flex_client, std::move(cursors)), net::detached);
 }
 
 net::awaitable<std::string> stream::next() {
   std::string out;
   last_.clear();
+  last_handed_.clear();
   if (done_) co_return out;
   amf::document doc;
   if (!opened_) {
@@ -70,7 +112,7 @@ net::awaitable<std::string> stream::next() {
     // Padding that a buffering User-Agent fills before it passes anything on: one frame of
     // zero bytes (the SDK skips frames that start with 0x00), its framing included.
     const std::size_t framing = 4 + (kickstart_ > 0xfff ? 4 : 3);
-    if (kickstart_ > framing) append_frame(out, std::string(kickstart_ - framing, '\0'));
+    if (kickstart_ > framing) append_frame(out, {std::string(kickstart_ - framing, '\0')});
     amf::flex::message ack;
     ack.kind = amf::flex::kind::acknowledge;
     ack.correlation_id = "open";  // "connected"
@@ -106,6 +148,16 @@ net::awaitable<std::string> stream::next() {
 }
 
 net::awaitable<void> stream::read(std::string& out, amf::document& doc) {
+  // What the broker handed over as it was published (in order, before anything a poll
+  // reads), then a poll if something was not.
+  broker::take(*waiter_, taken_);
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& h : taken_) {
+    if (h.message->expires < now) continue;  // as a poll passes it
+    append_handed(out, h, doc);
+    last_handed_.push_back(std::move(h));
+  }
+  if (!broker_.shared() && !waiter_->poll_needed.exchange(false)) co_return;
   broker::batch b;
   try {
     const std::string_view all;  // every subscription

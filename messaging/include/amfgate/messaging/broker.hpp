@@ -86,6 +86,13 @@ class broker final : public services::publisher {
     std::size_t bytes() const {
       return 256 + body.size() + headers.size() + subtopic.size() + property_bytes;
     }
+
+    /// The AsyncMessage as a subscriber receives it, as AMF3: encoded once, on first use,
+    /// with a marker where the subscription's id (its clientId) goes (`encoded_for`).
+    mutable std::once_flag encode_once;
+    mutable std::string encoded;           ///< empty: the message holds the marker itself
+    mutable std::size_t client_at = 0;     ///< where the clientId string starts in `encoded`
+    mutable std::size_t client_bytes = 0;  ///< and how long it is there
   };
 
   /// One message for one subscription.
@@ -100,6 +107,7 @@ class broker final : public services::publisher {
     std::string subscription;
     std::uint64_t from = 0, to = 0;
     std::uint64_t delivered = 0;  ///< of the batch's messages, this subscription's
+    std::uint64_t reads = 0;      ///< the subscription's count of reads after this one
   };
   struct batch {
     std::vector<delivery> messages;
@@ -128,6 +136,22 @@ class broker final : public services::publisher {
     bool stream = false;
     /// In the held counts while its FlexClient holds it (guarded by the broker's mutex).
     bool counted = false;
+
+    // An open stream's messages, handed over as they are published (`take`): while its
+    // FlexClient has read all there was, a new message for it goes here with its cursor
+    // moved past it, and the stream writes it without a poll.
+    struct handed {
+      std::shared_ptr<const std::string> subscription;
+      std::shared_ptr<const stored> message;
+      std::uint64_t reads = 0;  ///< the subscription's count of reads when it was handed
+    };
+    std::size_t max_bytes = SIZE_MAX;  ///< what one piece of the stream may carry
+    std::mutex handed_mutex;           ///< taken after the broker's, never before it
+    std::vector<handed> queue;         ///< guarded by handed_mutex
+    std::size_t queue_bytes = 0;       ///< guarded by handed_mutex
+    /// Something for the stream was not handed over (past the queue's bounds, or shared):
+    /// its next read polls.
+    std::atomic<bool> poll_needed{true};
   };
 
   /// A subscription as instances share it.
@@ -238,10 +262,17 @@ class broker final : public services::publisher {
   /// Null when the limits (max_parked, max_held_per_session) leave no room, or draining.
   std::shared_ptr<waiter> park(std::string_view client, const caller& who,
                                boost::asio::any_io_executor executor);
-  /// Registers the open stream of `client`. Throws fault Server.Busy past max_streams or
-  /// max_held_per_session, or draining; Client.Stream.Duplicate (10033) while one is open.
+  /// Registers the open stream of `client`, whose pieces carry at most `max_bytes`. Throws
+  /// fault Server.Busy past max_streams or max_held_per_session, or draining;
+  /// Client.Stream.Duplicate (10033) while one is open.
   std::shared_ptr<waiter> open_stream(std::string_view client, const caller& who,
-                                      boost::asio::any_io_executor executor);
+                                      boost::asio::any_io_executor executor,
+                                      std::size_t max_bytes = SIZE_MAX);
+  /// What was handed over to the stream `w` since the last call, swapped into `into` (whose
+  /// old contents go). Its cursors have moved: `rewind` them if they are not written.
+  static void take(waiter& w, std::vector<waiter::handed>& into);
+  /// The cursors of messages handed over and not written, for `rewind`.
+  static std::vector<moved> unwritten(const std::vector<waiter::handed>& handed);
   /// The client's own close (`command=close`): its stream ends; false if it has none (or it
   /// is bound to another session).
   bool close_stream(std::string_view client, const caller& who);
@@ -251,6 +282,13 @@ class broker final : public services::publisher {
   void drain();
   /// The AsyncMessage of `d` as its subscriber receives it, built in `doc`.
   static amf::value message_for(amf::document& doc, const delivery& d);
+  /// The same as AMF3, encoded once per message: the bytes before and after the
+  /// subscription's id, which goes between them as an AMF3 string. Empty `before` when the
+  /// message cannot be (it holds the marker): then `message_for`.
+  struct encoding {
+    std::string_view before, after;
+  };
+  static encoding encoded_for(const stored& m);
 
   stats snapshot() const;
 
@@ -268,6 +306,8 @@ class broker final : public services::publisher {
     std::vector<filter> filters;
     std::uint64_t cursor = 0;  ///< the index of the next message to read
     std::uint64_t lost = 0;    ///< not delivered and not yet reported
+    std::uint64_t reads = 0;   ///< polls that moved the cursor: a rewind checks none did since
+    std::shared_ptr<const std::string> shared_id;  ///< `id`, as handed over with messages
   };
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
@@ -292,6 +332,13 @@ class broker final : public services::publisher {
   /// `append` under the mutex, then wakes the waiters it is for.
   void append_and_wake(destination& d, std::shared_ptr<stored> m);
   static bool selects(const subscription& s, const stored& m);
+  /// Under the mutex, as `m` is appended: true when it is dealt with for `s` without a poll
+  /// (handed over to the stream of its FlexClient, or passed as not selected).
+  bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected);
+  /// A read of `s` from `from` to `to` was not written: its cursor goes back, unless a poll
+  /// read on since (`reads` counts them); then the next poll reports it lost.
+  static void rewind_one(subscription& s, std::uint64_t from, std::uint64_t to,
+                         std::uint64_t delivered, std::uint64_t reads);
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string_view subtopic, std::string_view selector_text, const caller& who);
   /// `end`, under the mutex.

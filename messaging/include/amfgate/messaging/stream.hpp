@@ -46,7 +46,9 @@ class stream {
   std::size_t kickstart_;
   std::chrono::milliseconds heartbeat_;
   std::size_t max_bytes_;
-  std::vector<broker::moved> last_;  ///< the cursors the last piece moved
+  std::vector<broker::moved> last_;                  ///< the cursors the last piece's polls moved
+  std::vector<broker::waiter::handed> last_handed_;  ///< and what it carried handed over
+  std::vector<broker::waiter::handed> taken_;        ///< (kept for its capacity)
   bool opened_ = false, done_ = false;
 };
 
