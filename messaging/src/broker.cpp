@@ -289,9 +289,9 @@ void broker::mirror(std::shared_ptr<stored> m) {
   std::unique_lock lock(mutex_);
   if (m->index < d.next_index) return;  // had it
   d.next_index = m->index;              // past what retention trimmed before it was read
-  const woken waiters = append(d, std::move(m));
+  woken waiters = append(d, std::move(m));
   lock.unlock();
-  wake_all(waiters);
+  wake_all(std::move(waiters));
 }
 
 void broker::changed(std::string_view client_id) {
@@ -308,9 +308,9 @@ void broker::share(shared_store* share) {
 
 void broker::append_and_wake(destination& d, std::shared_ptr<stored> m) {
   std::unique_lock lock(mutex_);
-  const woken waiters = append(d, std::move(m));
+  woken waiters = append(d, std::move(m));
   lock.unlock();
-  wake_all(waiters);
+  wake_all(std::move(waiters));
 }
 
 broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
@@ -333,6 +333,7 @@ broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
     d.log.pop_front();
   }
   woken out;
+  out.reserve(d.subscribers.size());  // (one allocation, however many it wakes)
   for (subscription* s : d.subscribers) {
     const bool selected = selects(*s, *kept);
     if (!hand_over(*s, kept, selected) && selected && s->owner->stream) {
@@ -1052,21 +1053,24 @@ void broker::wake_up(const std::shared_ptr<waiter>& w, wake why) {
   boost::asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
 }
 
-void broker::wake_all(const woken& waiters) {
+void broker::wake_all(woken waiters) {
+  std::erase_if(waiters, [](const auto& w) { return !first_wake(*w, wake::message); });
+  if (waiters.empty()) return;
   // One post to each I/O thread (a connection's executor is its thread's), not one to each
-  // waiter: a message for thousands of consumers enters each thread's queue once.
-  boost::container::small_vector<std::pair<boost::asio::any_io_executor, woken>, 4> by_thread;
+  // waiter: a message for thousands of consumers enters each thread's queue once. Each
+  // wakes its own from the one list (not split into one per thread: no allocation per
+  // waiter).
+  boost::container::small_vector<boost::asio::any_io_executor, 4> threads;
   for (const auto& w : waiters) {
-    if (!first_wake(*w, wake::message)) continue;
     const auto ex = w->timer.get_executor();
-    auto t = std::find_if(by_thread.begin(), by_thread.end(),
-                          [&](const auto& same) { return same.first == ex; });
-    if (t == by_thread.end()) t = by_thread.insert(t, {ex, {}});
-    t->second.push_back(w);
+    if (std::find(threads.begin(), threads.end(), ex) == threads.end()) threads.push_back(ex);
   }
-  for (auto& [ex, woken] : by_thread) {
-    boost::asio::post(ex, [woken = std::move(woken)] {
-      for (const auto& w : woken) w->timer.cancel();
+  const auto all = std::make_shared<const woken>(std::move(waiters));
+  for (const auto& ex : threads) {
+    boost::asio::post(ex, [all, ex] {
+      for (const auto& w : *all) {
+        if (w->timer.get_executor() == ex) w->timer.cancel();
+      }
     });
   }
 }

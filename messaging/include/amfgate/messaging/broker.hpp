@@ -364,7 +364,7 @@ class broker final : public services::publisher {
   void release_quota(const std::string& key, std::size_t clients, std::size_t subscriptions);
   void sweep();
   static void wake_up(const std::shared_ptr<waiter>& w, wake why);
-  static void wake_all(const woken& waiters);
+  static void wake_all(woken waiters);
   /// Takes a parked poll or a stream of `c` out of the counts (once), when `c` lets it go.
   void release(waiter& w, client& c);
   /// A waiter for `client` within the limits, or the reason there is none.
