@@ -22,9 +22,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "../../server/src/log_sink.hpp"
 #include "amf/flex.hpp"
@@ -123,6 +125,16 @@ class connection {
     }
   }
   const std::string& response() const { return buf_; }
+  /// Reads what has come, however much: how many times `needle` occurs in it.
+  std::size_t receive_some(std::string_view needle) {
+    char chunk[65536];
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) std::abort();
+    std::size_t count = 0;
+    const std::string_view got(chunk, static_cast<std::size_t>(n));
+    for (auto at = got.find(needle); at != got.npos; at = got.find(needle, at + 1)) ++count;
+    return count;
+  }
 
  private:
   int fd_;
@@ -179,6 +191,41 @@ double per_long_poll_delivery(std::uint16_t port, messaging::broker& broker, int
       n);
 }
 
+// The same to the Consumers of `streams` open streams (StreamingAMFChannel), each its own
+// FlexClient: the publish's request and the frames it brings on the streams, all counted.
+double per_streamed_publish(std::uint16_t port, int n, int streams) {
+  amf::document doc;
+  const std::string producer_id = amf::flex::new_uuid();
+  amf::flex::message subscribe, publish;
+  subscribe.kind = amf::flex::kind::command;
+  subscribe.command = static_cast<std::int32_t>(amf::flex::operation::subscribe);
+  subscribe.destination = publish.destination = "ticks";
+  publish.kind = amf::flex::kind::async;
+  publish.body = doc.string("tick");
+  std::vector<std::unique_ptr<connection>> open;
+  connection consumer(port), producer(port);
+  for (int i = 0; i < streams; ++i) {
+    const std::string consumer_id = amf::flex::new_uuid(), form = "DSId=" + consumer_id;
+    open.push_back(std::make_unique<connection>(port));
+    open.back()->send(
+        "POST /gateway?command=open&version=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+        "application/x-www-form-urlencoded\r\nContent-Length: " +
+        std::to_string(form.size()) + "\r\n\r\n" + form);
+    consumer.exchange(flex_post(doc, subscribe, consumer_id));
+  }
+  const std::string publish_request = flex_post(doc, publish, producer_id);
+  std::vector<std::size_t> seen(open.size());  // "tick"s each stream brought so far
+  return per_exchange(
+      [&] {
+        producer.exchange(publish_request);
+        for (std::size_t i = 0; i < open.size(); ++i) {
+          const std::size_t want = seen[i] + 1;
+          while (seen[i] < want) seen[i] += open[i]->receive_some("tick");
+        }
+      },
+      n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -222,14 +269,19 @@ int main(int argc, char** argv) {
       client::flex_remoting(doc, "EchoService", "echo", args, "")};
   const std::string flex = post(client::flex_request(messages));
   connection c(http.port());
+  constexpr int many = 16;
   const double per_amf0 = per_exchange([&] { c.exchange(amf0); }, n),
                per_flex = per_exchange([&] { c.exchange(flex); }, n),
-               per_push = per_long_poll_delivery(http.port(), broker, n / 4);
+               per_push = per_long_poll_delivery(http.port(), broker, n / 4),
+               per_streamed = per_streamed_publish(http.port(), n / 4, 1),
+               per_many = per_streamed_publish(http.port(), n / 4, many);
   std::printf(
       "heap allocations per request after warm-up, %d requests each: AMF0 echo %.2f (goal 0), "
-      "Flex echo %.2f (goal <= 4); per message delivered to a long poll, its publish included, "
-      "%d messages: %.2f\n",
-      n, per_amf0, per_flex, n / 4, per_push);
+      "Flex echo %.2f (goal <= 4); per message delivered, its publish included, %d messages: "
+      "to a long poll %.2f, to a stream %.2f; to %d streams %.2f a publish, so %.2f a "
+      "delivery beyond the first (goal 0)\n",
+      n, per_amf0, per_flex, n / 4, per_push, per_streamed, many, per_many,
+      (per_many - per_streamed) / (many - 1));
   std::raise(SIGTERM);
   serving.join();
   return per_amf0 <= 0.5 && per_flex <= 4.5 ? 0 : 1;
