@@ -67,6 +67,9 @@ void append_handed(std::string& out, const broker::waiter::handed& h, amf::docum
   append_frame(out, {before, std::string_view(u29, n), id, after});
 }
 
+// What a stream's buffer keeps between pieces, at most.
+constexpr std::size_t kept_capacity = 64 << 10;
+
 }  // namespace
 
 std::size_t kickstart_bytes(std::string_view ua) {
@@ -101,8 +104,11 @@ void stream::unwritten() {
                 broker_.rewind(waiter_->flex_client, std::move(cursors)), net::detached);
 }
 
-net::awaitable<std::string> stream::next() {
-  std::string out;
+net::awaitable<std::string_view> stream::next() {
+  // Its capacity is kept (no allocation per piece), unless a large piece grew it.
+  std::string& out = out_;
+  if (out.capacity() > kept_capacity) std::string().swap(out);
+  out.clear();
   last_.clear();
   last_handed_.clear();
   if (done_) co_return out;
@@ -122,12 +128,12 @@ net::awaitable<std::string> stream::next() {
     co_return out;
   }
   for (;;) {
-    co_await read(out, doc);
+    if (read(out, doc)) co_await read_shared(out, doc);
     if (!out.empty()) co_return out;
     const wake why = co_await waiter_->wait_until(std::chrono::steady_clock::now() + heartbeat_);
     switch (why) {
       case wake::drained: {  // the server closes: what is left, then DISCONNECT, no reconnect
-        co_await read(out, doc);
+        if (read(out, doc)) co_await read_shared(out, doc);
         amf::flex::message bye;
         bye.kind = amf::flex::kind::command;
         bye.command = static_cast<std::int32_t>(amf::flex::operation::disconnect);
@@ -142,14 +148,14 @@ net::awaitable<std::string> stream::next() {
       case wake::message:
         continue;  // read again
       case wake::none:
-        co_return std::string(1, '\0');  // silence: a heartbeat
+        co_return std::string_view("\0", 1);  // silence: a heartbeat
     }
   }
 }
 
-net::awaitable<void> stream::read(std::string& out, amf::document& doc) {
+bool stream::read(std::string& out, amf::document& doc) {
   // What the broker handed over as it was published (in order, before anything a poll
-  // reads), then a poll if something was not.
+  // reads), then a poll if something was not. (Not a coroutine: a frame for each piece.)
   broker::take(*waiter_, taken_);
   const auto now = std::chrono::steady_clock::now();
   for (auto& h : taken_) {
@@ -157,16 +163,32 @@ net::awaitable<void> stream::read(std::string& out, amf::document& doc) {
     append_handed(out, h, doc);
     last_handed_.push_back(std::move(h));
   }
-  if (!broker_.shared() && !waiter_->poll_needed.exchange(false)) co_return;
-  broker::batch b;
+  if (broker_.shared()) return true;
+  if (!waiter_->poll_needed.exchange(false)) return false;
   try {
     const std::string_view all;  // every subscription
-    b = co_await broker_.async_poll(waiter_->flex_client, all, {waiter_->session, waiter_->address},
-                                    max_bytes_);
+    append_polled(
+        out, doc,
+        broker_.poll(waiter_->flex_client, all, {waiter_->session, waiter_->address}, max_bytes_));
   } catch (const services::fault&) {
-    // No subscriptions yet (a stream opens when its channel connects, before them), or the
-    // share cannot be reached for now: the next wake or heartbeat reads again.
+    // No subscriptions yet (a stream opens when its channel connects, before them): the
+    // next wake or heartbeat reads again.
   }
+  return false;
+}
+
+net::awaitable<void> stream::read_shared(std::string& out, amf::document& doc) {
+  try {
+    const std::string_view all;
+    append_polled(out, doc,
+                  co_await broker_.async_poll(waiter_->flex_client, all,
+                                              {waiter_->session, waiter_->address}, max_bytes_));
+  } catch (const services::fault&) {
+    // As above, or the share cannot be reached for now.
+  }
+}
+
+void stream::append_polled(std::string& out, amf::document& doc, const broker::batch& b) {
   for (const auto& d : b.messages) {
     append_message(out, broker::message_for(doc, d));
   }

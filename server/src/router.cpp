@@ -34,7 +34,7 @@ std::string crossdomain_policy(const config::crossdomain_settings& c) {
 class flex_stream final : public body_stream {
  public:
   explicit flex_stream(std::unique_ptr<messaging::stream> frames) : frames_(std::move(frames)) {}
-  net::awaitable<std::string> next() override { return frames_->next(); }
+  net::awaitable<std::string_view> next() override { return frames_->next(); }
   void unwritten() override { frames_->unwritten(); }
 
  private:

@@ -30,15 +30,19 @@ class stream {
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
 
-  /// The next frames, however long they take to come; empty: the stream has ended.
-  boost::asio::awaitable<std::string> next();
+  /// The next frames, however long they take to come; empty: the stream has ended. They
+  /// stay valid until the next call.
+  boost::asio::awaitable<std::string_view> next();
   /// The last frames `next` gave were not written (the client went away): what they carried
   /// is read again by the client's next poll or stream.
   void unwritten();
 
  private:
-  /// What waits for the client, appended to `out` as frames.
-  boost::asio::awaitable<void> read(std::string& out, amf::document& doc);
+  /// What waits for the client, appended to `out` as frames: true when what a poll reads
+  /// is still to come from the share (`read_shared`).
+  bool read(std::string& out, amf::document& doc);
+  boost::asio::awaitable<void> read_shared(std::string& out, amf::document& doc);
+  void append_polled(std::string& out, amf::document& doc, const broker::batch& b);
 
   broker& broker_;
   std::shared_ptr<broker::waiter> waiter_;
@@ -49,6 +53,7 @@ class stream {
   std::vector<broker::moved> last_;                  ///< the cursors the last piece's polls moved
   std::vector<broker::waiter::handed> last_handed_;  ///< and what it carried handed over
   std::vector<broker::waiter::handed> taken_;        ///< (kept for its capacity)
+  std::string out_;                                  ///< what `next` gave last
   bool opened_ = false, done_ = false;
 };
 

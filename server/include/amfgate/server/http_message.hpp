@@ -28,8 +28,9 @@ inline bool media_type_is(std::string_view content_type, std::string_view type) 
 class body_stream {
  public:
   virtual ~body_stream() = default;
-  /// The next bytes to send, however long they take to come; empty: the end.
-  virtual boost::asio::awaitable<std::string> next() = 0;
+  /// The next bytes to send, however long they take to come; empty: the end. They stay
+  /// valid until the next call.
+  virtual boost::asio::awaitable<std::string_view> next() = 0;
   /// The last bytes `next` gave were not written (the client went away).
   virtual void unwritten() {}
 };
