@@ -95,8 +95,11 @@ stream::~stream() {
 }
 
 void stream::unwritten() {
-  auto cursors = broker::unwritten(last_handed_);
-  cursors.insert(cursors.end(), last_.begin(), last_.end());
+  // What a poll read goes back first: it was read after what was handed over (which a poll
+  // of a later message would otherwise count as read on past).
+  auto cursors = std::move(last_);
+  const auto handed = broker::unwritten(last_handed_);
+  cursors.insert(cursors.end(), handed.begin(), handed.end());
   last_.clear();
   last_handed_.clear();
   if (cursors.empty()) return;

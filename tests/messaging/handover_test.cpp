@@ -6,6 +6,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "amf/encode.hpp"
 #include "amf/flex.hpp"
 #include "amfgate/messaging/broker.hpp"
+#include "amfgate/messaging/stream.hpp"
 
 namespace amfgate::messaging {
 namespace {
@@ -113,6 +116,35 @@ TEST(HandOver, WhatAStreamDidNotTakeOrWriteIsReadAgainByTheNextPoll) {
   boost::asio::co_spawn(io, m.rewind("client", broker::unwritten(taken)), boost::asio::detached);
   io.run();
   EXPECT_EQ(bodies({}, m.poll("client", "", {})), (std::vector<double>{1, 2, 3}));
+  EXPECT_TRUE(m.poll("client", "", {}).lost.empty());
+}
+
+TEST(HandOver, AStreamPieceNotWrittenGoesBackWhole) {
+  broker m(two_destinations(1));  // a hand-over at a time: the second message is polled
+  boost::asio::io_context io;
+  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  stream frames(m, m.open_stream("client", {}, io.get_executor()), "stream", 0,
+                std::chrono::seconds(30), SIZE_MAX);
+  std::string piece;
+  const auto next = [&] {
+    boost::asio::co_spawn(
+        io, [&]() -> boost::asio::awaitable<void> { piece = co_await frames.next(); },
+        boost::asio::detached);
+    io.restart();
+    io.run();
+  };
+  next();                                    // the stream's acknowledgement
+  m.publish("news", amf::value::number(1));  // handed over
+  m.publish("news", amf::value::number(2));  // past the hand-over's bound: read by a poll
+  next();
+  ASSERT_FALSE(piece.empty());
+  frames.unwritten();  // (its rewind runs on the stream's executor)
+  io.restart();
+  io.run();
+  auto got = bodies({}, m.poll("client", "", {}));
+  const auto more = bodies({}, m.poll("client", "", {}));
+  got.insert(got.end(), more.begin(), more.end());
+  EXPECT_EQ(got, (std::vector<double>{1, 2}));
   EXPECT_TRUE(m.poll("client", "", {}).lost.empty());
 }
 
