@@ -529,6 +529,11 @@ void describe(V& v, destination_settings& d) {
     r.integer("max_bytes", d.max_bytes, 1024, std::uint64_t{1} << 34);
   });
   v.maybe_text("forward", d.forward);
+  v.group("throttle_inbound", [&](auto& t) {
+    t.integer("max_frequency", d.throttle_inbound.max_frequency, 0, 1'000'000);
+    t.integer("max_client_frequency", d.throttle_inbound.max_client_frequency, 0, 1'000'000);
+    t.one_of("policy", d.throttle_inbound.policy, {"error", "ignore"});
+  });
   v.expect(!d.subtopic_separator.empty() && d.subtopic_separator.find('*') == std::string::npos,
            "subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
 }

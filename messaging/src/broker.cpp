@@ -28,6 +28,7 @@ using services::store_unavailable;
 namespace {
 
 using clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
 
 fault not_subscribed(std::string_view what) {
   return fault("Server.Processing.NotSubscribed", std::string(what));
@@ -100,6 +101,18 @@ struct broker::destination {
   std::uint64_t published = 0, delivered = 0, dropped = 0;
   std::set<subscription*> subscribers;
 
+  // What Producers sent, against throttle_inbound: a bucket of one second's messages each,
+  // the destination's and each FlexClient's, under a mutex of its own.
+  struct bucket {
+    double tokens = 0;
+    clock::time_point last;
+  };
+  std::mutex throttle_mutex;
+  bucket inbound;
+  by_id<bucket> inbound_by_client;
+  clock::time_point swept;  ///< when FlexClients idle for a second last left the map
+  std::atomic<std::uint64_t> throttled{0};
+
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
 
@@ -108,11 +121,68 @@ broker::broker(config::messaging_settings settings) : cfg_(std::move(settings)) 
     auto dest = std::make_unique<destination>();
     dest->name = name;
     dest->cfg = d;
+    dest->inbound = {static_cast<double>(d.throttle_inbound.max_frequency), clock::now()};
     destinations_.emplace(name, std::move(dest));
   }
 }
 
 broker::~broker() = default;
+
+namespace {
+
+// FlexClients a destination's throttle_inbound keeps count of at once: past it, a FlexClient
+// it does not count yet is throttled (FlexClients idle for a second leave, once a second).
+constexpr std::size_t max_counted_clients = 10'000;
+
+// Refills `b` for the time since it was last used, at `rate` a second up to one second's
+// worth: whether it holds a message's token. A rate of 0 is no bound.
+template <class Bucket>
+bool has_room(Bucket& b, std::uint32_t rate, clock::time_point now) {
+  if (rate == 0) return true;
+  const double since = std::chrono::duration<double>(now - b.last).count();
+  b.tokens = std::min<double>(rate, b.tokens + since * rate);
+  b.last = now;
+  return b.tokens >= 1;
+}
+
+}  // namespace
+
+const char* broker::throttled(destination& d, std::string_view client_id) {
+  const auto& t = d.cfg.throttle_inbound;
+  if (t.max_frequency == 0 && t.max_client_frequency == 0) return nullptr;
+  const auto now = clock::now();
+  const std::lock_guard lock(d.throttle_mutex);
+  const char* why = nullptr;
+  if (!has_room(d.inbound, t.max_frequency, now)) why = "to destination";
+  destination::bucket* own = nullptr;
+  if (!why && t.max_client_frequency != 0) {
+    auto it = d.inbound_by_client.find(client_id);
+    if (it == d.inbound_by_client.end()) {
+      if (d.inbound_by_client.size() >= max_counted_clients && now - d.swept >= 1s) {
+        std::erase_if(d.inbound_by_client,
+                      [&](const auto& c) { return now - c.second.last >= 1s; });
+        d.swept = now;
+      }
+      if (d.inbound_by_client.size() < max_counted_clients) {
+        const auto full = static_cast<double>(t.max_client_frequency);
+        it = d.inbound_by_client.emplace(std::string(client_id), destination::bucket{full, now})
+                 .first;
+      }
+    }
+    if (it == d.inbound_by_client.end()) {
+      why = "by FlexClients at once to destination";
+    } else if (own = &it->second; !has_room(*own, t.max_client_frequency, now)) {
+      why = "by this FlexClient to destination";
+    }
+  }
+  if (why) {
+    ++d.throttled;
+    return why;
+  }
+  if (t.max_frequency != 0) d.inbound.tokens -= 1;
+  if (own) own->tokens -= 1;
+  return nullptr;
+}
 
 broker::destination& broker::find(std::string_view name) {
   const auto it = destinations_.find(name);
@@ -223,6 +293,18 @@ void broker::publish(std::string_view destination_name, const amf::value& body,
 boost::asio::awaitable<void> broker::send(const amf::flex::message& in, const principal* user) {
   destination& d = find(in.destination);
   check(d.cfg.send, user, "send to", d.name);
+  const amf::value dsid = in.header("DSId");
+  const std::string_view sender = dsid.kind() == amf::type::string ? dsid.as_string() : "";
+  if (d.cfg.throttle_inbound.max_client_frequency != 0) {
+    check_id(sender, cfg_.max_id_bytes, "DSId");  // a key kept for a second
+  }
+  if (const char* why = throttled(d, sender)) {
+    if (d.cfg.throttle_inbound.policy == "ignore") co_return;  // acknowledged, not kept
+    // BlazeDS's words (ThrottleManager), and the key that set the bound.
+    throw fault("Server.Processing",
+                "Message " + quoted(in.message_id) + " throttled: too many messages sent " + why +
+                    " " + quoted(d.name) + " in too small of a time interval (throttle_inbound)");
+  }
   amf::document doc;
   amf::object_node* h = doc.object();
   std::string subtopic;
@@ -1168,8 +1250,8 @@ broker::stats broker::snapshot() const {
   out.parked = parked_;
   out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
-    out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->subscribers.size(),
-                                d->log.size(), d->bytes});
+    out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->throttled,
+                                d->subscribers.size(), d->log.size(), d->bytes});
   }
   return out;
 }

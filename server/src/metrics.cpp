@@ -133,6 +133,10 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
   per_destination("amfgate_messaging_dropped_total", "counter",
                   "Messages that fell out of retention before a subscription read them.",
                   [](const destination& d) { return d.dropped; });
+  per_destination("amfgate_messaging_throttled_total", "counter",
+                  "Messages Producers sent past the destination's throttle_inbound: faulted "
+                  "(policy error) or dropped (ignore).",
+                  [](const destination& d) { return d.throttled; });
   per_destination("amfgate_messaging_retained_messages", "gauge", "Messages kept now.",
                   [](const destination& d) { return d.kept; });
   per_destination("amfgate_messaging_retained_bytes", "gauge", "Bytes of the messages kept now.",

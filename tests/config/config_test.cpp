@@ -136,7 +136,8 @@ std::string read(const std::string& path) {
 TEST(Config, MessagingDestinations) {
   const gateway_config c = parse(R"({"messaging": {"poll_wait_ms": 20000, "destinations": {
       "chat": {"allow_subtopics": true, "send": {"roles": ["user"]}, "message_ttl_ms": 5000,
-               "retention": {"max_messages": 50}},
+               "retention": {"max_messages": 50},
+               "throttle_inbound": {"max_client_frequency": 5, "policy": "ignore"}},
       "ticks": {}}}})");
   EXPECT_EQ(c.messaging.poll_wait, milliseconds(20'000));
   const destination_settings& chat = c.messaging.destinations.at("chat");
@@ -148,18 +149,25 @@ TEST(Config, MessagingDestinations) {
   EXPECT_EQ(chat.message_ttl, milliseconds(5000));
   EXPECT_EQ(chat.max_messages, 50u);
   EXPECT_EQ(chat.max_bytes, std::size_t{1} << 20);
+  EXPECT_EQ(chat.throttle_inbound.max_frequency, 0u);  // no bound
+  EXPECT_EQ(chat.throttle_inbound.max_client_frequency, 5u);
+  EXPECT_EQ(chat.throttle_inbound.policy, "ignore");
   EXPECT_FALSE(c.messaging.destinations.at("ticks").allow_subtopics);
+  EXPECT_EQ(c.messaging.destinations.at("ticks").throttle_inbound.policy, "error");
   // What parses prints back as it was read.
   EXPECT_EQ(to_json_text(parse(to_json_text(c))), to_json_text(c));
 
   EXPECT_EQ(errors_of(R"({"messaging": {"destinations": {"d": {"retention": {"max_messages": 0},
-      "subtopic_separator": "", "subscribe": {"role": ["x"]}}}, "max_parked": -1}})"),
+      "subtopic_separator": "", "subscribe": {"role": ["x"]},
+      "throttle_inbound": {"policy": "drop"}}}, "max_parked": -1}})"),
             (std::vector<std::string>{
                 "/messaging/max_parked: expected an integer from 0 to 10000000, got -1",
                 "/messaging/destinations/d/subscribe/role: unknown key (known here: "
                 "authenticated, roles)",
                 "/messaging/destinations/d/retention/max_messages: expected an integer from 1 "
                 "to 10000000, got 0",
+                "/messaging/destinations/d/throttle_inbound/policy: expected one of error, "
+                "ignore, got \"drop\"",
                 "/messaging/destinations/d/subtopic_separator: expected a separator (not empty, "
                 "no '*'), got \"\""}));
 }

@@ -33,6 +33,8 @@ config::gateway_config settings() {
   // Sends to a destination with subtopics and subscriptions with selectors are reachable;
   // polls never park (long-polling is off).
   cfg.messaging.destinations["news"].allow_subtopics = true;
+  // Throttled at rates a fuzzing run passes: sends go through and are refused, by turns.
+  cfg.messaging.destinations["news"].throttle_inbound = {1000, 100, "error"};
   // Small bounds, so that inputs reach them.
   cfg.messaging.max_header_bytes = 4096;
   cfg.messaging.max_filters_per_subscription = 8;

@@ -168,6 +168,14 @@ struct destination_settings {
   /// An upstream (`upstreams.<name>`) that gets what Flex Producers send here, after it is
   /// published: POST <url>_messages/<destination>, at most once (README, "The bridge").
   std::string forward;
+  /// BlazeDS's throttle-inbound: how many messages a second Producers may send here (0: no
+  /// bound), all of them together and each FlexClient (DSId). Past either, `policy`:
+  /// "error" answers the Producer a fault, "ignore" drops the message and acknowledges it.
+  struct throttle {
+    std::uint32_t max_frequency = 0;
+    std::uint32_t max_client_frequency = 0;
+    std::string policy = "error";
+  } throttle_inbound;
 };
 
 /// Flex messaging (Producer/Consumer) over the gateway paths.

@@ -164,7 +164,9 @@ class broker final : public services::publisher {
 
   struct destination_stats {
     std::string name;
-    std::uint64_t published = 0, delivered = 0, dropped = 0;  ///< dropped: by retention, unread
+    std::uint64_t published = 0, delivered = 0;
+    std::uint64_t dropped = 0;    ///< by retention, unread
+    std::uint64_t throttled = 0;  ///< sent past throttle_inbound: faulted or dropped
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
   };
   struct stats {
@@ -324,6 +326,9 @@ class broker final : public services::publisher {
   using woken = std::vector<std::shared_ptr<waiter>>;
 
   destination& find(std::string_view name);
+  /// Null when a Producer's message from FlexClient `client_id` is within the
+  /// throttle_inbound of `d` (and then counted against it); else why not.
+  const char* throttled(destination& d, std::string_view client_id);
   void check(const std::optional<config::access_rule>& rule, const services::principal* user,
              std::string_view what, std::string_view where) const;
   /// Appends `m` to the log of `d`, under the mutex: the waiters it is for, to be woken
