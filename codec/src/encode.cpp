@@ -560,5 +560,8 @@ void encode_amf0(const value& v, std::string& out) {
 void encode_amf3(const value& v, std::string& out) {
   detail::writer(out).amf3(v);
 }
+std::size_t write_u29(char* p, std::uint32_t v) noexcept {
+  return detail::writer::put_u29(p, v);
+}
 
 }  // namespace amf

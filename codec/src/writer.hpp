@@ -176,27 +176,6 @@ class writer {
   /// Takes `out` as it is now (after its owner changed it between writes).
   void resume() { len_ = out_.size(); }
 
- private:
-  char* room(std::size_t n) {
-    if (out_.size() - len_ < n) grow(n);
-    return out_.data() + len_;
-  }
-  void grow(std::size_t n);  // out of line: the writes that call `room` stay small
-  static constexpr std::size_t long_run = 4096;
-
-  void u29(std::uint32_t v) { len_ += put_u29(room(4), v); }
-  void integer3(std::int32_t i) { len_ += put_integer3(room(9), i); }
-  /// An AMF3 integer with its marker at `p` (room for nine bytes), past 29 bits a double;
-  /// returns its length.
-  static std::size_t put_integer3(char* p, std::int32_t i) {
-    if (i >= -(1 << 28) && i < (1 << 28)) {
-      p[0] = 0x04;
-      return 1 + put_u29(p + 1, static_cast<std::uint32_t>(i));
-    }
-    p[0] = 0x05;
-    put_f64(p + 1, i);
-    return 9;
-  }
   /// Writes the low 29 bits of `v` as a U29 at `p` (room for four bytes); returns its length.
   static std::size_t put_u29(char* p, std::uint32_t v) {
     v &= 0x1FFFFFFF;
@@ -220,6 +199,28 @@ class writer {
     p[2] = static_cast<char>(((v >> 8) & 0x7F) | 0x80);
     p[3] = static_cast<char>(v & 0xFF);
     return 4;
+  }
+
+ private:
+  char* room(std::size_t n) {
+    if (out_.size() - len_ < n) grow(n);
+    return out_.data() + len_;
+  }
+  void grow(std::size_t n);  // out of line: the writes that call `room` stay small
+  static constexpr std::size_t long_run = 4096;
+
+  void u29(std::uint32_t v) { len_ += put_u29(room(4), v); }
+  void integer3(std::int32_t i) { len_ += put_integer3(room(9), i); }
+  /// An AMF3 integer with its marker at `p` (room for nine bytes), past 29 bits a double;
+  /// returns its length.
+  static std::size_t put_integer3(char* p, std::int32_t i) {
+    if (i >= -(1 << 28) && i < (1 << 28)) {
+      p[0] = 0x04;
+      return 1 + put_u29(p + 1, static_cast<std::uint32_t>(i));
+    }
+    p[0] = 0x05;
+    put_f64(p + 1, i);
+    return 9;
   }
   void string3(std::string_view s);
   bool amf3_reference(node* n);

@@ -415,10 +415,11 @@ broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
     d.log.pop_front();
   }
   woken out;
-  out.reserve(d.subscribers.size());  // (one allocation, however many it wakes)
+  out.reserve(d.subscribers.size());                  // (one allocation, however many it wakes)
+  const bool expired = kept->expires < clock::now();  // (a poll passes it; none is handed it)
   for (subscription* s : d.subscribers) {
     const bool selected = selects(*s, *kept);
-    if (!hand_over(*s, kept, selected) && selected && s->owner->stream) {
+    if ((expired || !hand_over(*s, kept, selected)) && selected && s->owner->stream) {
       s->owner->stream->poll_needed = true;
     }
     if (!selected) continue;
@@ -444,8 +445,7 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   waiter& w = *c.stream;
   const std::lock_guard lock(w.handed_mutex);
   // Within what a poll reads at once: past it, or too large for a piece, a poll reads it.
-  if (w.queue.size() >= cfg_.max_messages_per_poll || m->bytes() > w.max_bytes - w.queue_bytes ||
-      m->expires < clock::now()) {
+  if (w.queue.size() >= cfg_.max_messages_per_poll || m->bytes() > w.max_bytes - w.queue_bytes) {
     return false;
   }
   w.queue.push_back({s.shared_id, m, s.reads});
@@ -878,24 +878,24 @@ boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client
   co_return b;
 }
 
-void broker::rewind_one(subscription& s, std::uint64_t from, std::uint64_t to,
-                        std::uint64_t delivered, std::uint64_t reads) {
-  // Unless a poll read on since: a message handed over to a stream moves the cursor too.
-  if (s.cursor == to || s.reads == reads) {
-    s.cursor = std::min(s.cursor, from);
-  } else {
-    s.lost += delivered;  // told next time
+void broker::rewind_locked(std::string_view client_id, const std::vector<moved>& cursors) {
+  for (const auto& c : cursors) {
+    const auto it = subscriptions_.find(c.subscription);
+    if (it == subscriptions_.end() || it->second.client != client_id) continue;
+    subscription& s = it->second;
+    // Unless a poll read on since (a message handed over to a stream moves the cursor too).
+    if (s.cursor == c.to || s.reads == c.reads) {
+      s.cursor = std::min(s.cursor, c.from);
+    } else {
+      s.lost += c.delivered;  // told next time
+    }
   }
 }
 
 boost::asio::awaitable<void> broker::rewind(std::string client_id, std::vector<moved> cursors) {
   {
     const std::lock_guard lock(mutex_);
-    for (const auto& c : cursors) {
-      const auto it = subscriptions_.find(c.subscription);
-      if (it == subscriptions_.end() || it->second.client != client_id) continue;
-      rewind_one(it->second, c.from, c.to, c.delivered, c.reads);
-    }
+    rewind_locked(client_id, cursors);
   }
   if (!share_) co_return;
   try {
@@ -1088,11 +1088,7 @@ void broker::unpark(const std::shared_ptr<waiter>& w) {
   // What was handed over to a stream and not taken is read again by the client's next poll.
   std::vector<waiter::handed> left;
   take(*w, left);
-  for (const auto& h : left) {
-    const auto s = subscriptions_.find(*h.subscription);
-    if (s == subscriptions_.end() || s->second.client != w->flex_client) continue;
-    rewind_one(s->second, h.message->index, h.message->index + 1, 1, h.reads);
-  }
+  rewind_locked(w->flex_client, unwritten(left));
   // Still counted, it is still its FlexClient's: a poll that replaced it and a disconnect
   // released it when they took it away (and only a client that holds nothing goes).
   const auto c = clients_.find(w->flex_client);

@@ -45,26 +45,9 @@ void append_handed(std::string& out, const broker::waiter::handed& h, amf::docum
     append_message(out, broker::message_for(doc, {id, h.message}));
     return;
   }
-  // The string's header: a U29 of (size << 1 | 1).
-  const auto v = static_cast<std::uint32_t>(id.size() << 1 | 1);
-  char u29[4];
-  std::size_t n = 0;
-  if (v < 0x80) {
-    u29[n++] = static_cast<char>(v);
-  } else if (v < 0x4000) {
-    u29[n++] = static_cast<char>(v >> 7 | 0x80);
-    u29[n++] = static_cast<char>(v & 0x7f);
-  } else if (v < 0x200000) {
-    u29[n++] = static_cast<char>(v >> 14 | 0x80);
-    u29[n++] = static_cast<char>((v >> 7 & 0x7f) | 0x80);
-    u29[n++] = static_cast<char>(v & 0x7f);
-  } else {
-    u29[n++] = static_cast<char>(v >> 22 | 0x80);
-    u29[n++] = static_cast<char>((v >> 15 & 0x7f) | 0x80);
-    u29[n++] = static_cast<char>((v >> 8 & 0x7f) | 0x80);
-    u29[n++] = static_cast<char>(v & 0xff);
-  }
-  append_frame(out, {before, std::string_view(u29, n), id, after});
+  char header[4];  // the inline string's: a U29 of (size << 1 | 1)
+  const std::size_t n = amf::write_u29(header, static_cast<std::uint32_t>(id.size() << 1 | 1));
+  append_frame(out, {before, std::string_view(header, n), id, after});
 }
 
 // What a stream's buffer keeps between pieces, at most.

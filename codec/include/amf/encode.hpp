@@ -7,6 +7,8 @@
 // externalizable objects) go behind the 0x11 switch, as do values flagged `value::avmplus`.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -39,5 +41,9 @@ class encoder {
 
 void encode_amf0(const value& v, std::string& out);
 void encode_amf3(const value& v, std::string& out);
+
+/// Writes the low 29 bits of `v` as an AMF3 U29 at `p` (room for four bytes): its length. For
+/// bytes spliced into an encoding, such as the header of an inline string, (size << 1 | 1).
+std::size_t write_u29(char* p, std::uint32_t v) noexcept;
 
 }  // namespace amf

@@ -340,10 +340,9 @@ class broker final : public services::publisher {
   /// Under the mutex, as `m` is appended: true when it is dealt with for `s` without a poll
   /// (handed over to the stream of its FlexClient, or passed as not selected).
   bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected);
-  /// A read of `s` from `from` to `to` was not written: its cursor goes back, unless a poll
-  /// read on since (`reads` counts them); then the next poll reports it lost.
-  static void rewind_one(subscription& s, std::uint64_t from, std::uint64_t to,
-                         std::uint64_t delivered, std::uint64_t reads);
+  /// `rewind` of the subscriptions of `client_id`, under the mutex: each cursor goes back,
+  /// unless a poll read on since (`reads` counts them); then the next poll reports it lost.
+  void rewind_locked(std::string_view client_id, const std::vector<moved>& cursors);
   void add_filter(std::string_view client, std::string_view subscription, destination& d,
                   std::string_view subtopic, std::string_view selector_text, const caller& who);
   /// `end`, under the mutex.
