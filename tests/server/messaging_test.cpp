@@ -292,12 +292,9 @@ TEST_F(Messaging, ARetentionBoundLosesTheOldestAndSaysHowMany) {
             std::string::npos);
 }
 
-// The count of `name`{destination="<d>"} in /metrics, or -1.
-double metric(daemon& d, std::string_view name, std::string_view destination) {
-  const std::string body = d.client().get("/metrics").body;
-  const std::string key = std::string(name) + "{destination=\"" + std::string(destination) + "\"} ";
-  const auto at = body.find(key);
-  return at == std::string::npos ? -1 : std::stod(body.substr(at + key.size()));
+// The series `name` of destination `dest` in the /metrics of `d`.
+double metric(const daemon& d, std::string_view name, std::string_view dest) {
+  return d.metric(std::string(name) + "{destination=\"" + std::string(dest) + "\"}");
 }
 
 // Messages a second past a token bucket of `rate` that starts full: at most this many in

@@ -317,9 +317,15 @@ echo "push polls: $polls"
 frame=$(echo "$line" | tr ' ' '\n' | awk -F= '$1 == "stream_frame_bytes" && $2 > 0 { print $2 }')
 floor=$(build/bench/tests/bench/push_floor 2000 "${frame:-400}" 20 "$seconds" 4 || true)
 echo "floor: $floor"
-awk -v push="$line" -v floor="$floor" 'BEGIN {
-  n = split(push, p, " "); for (i = 1; i <= n; i++) { split(p[i], kv, "="); a[kv[1]] = kv[2] }
-  n = split(floor, q, " "); for (i = 1; i <= n; i++) { split(q[i], kv, "="); f[kv[1]] = kv[2] }
+# The floor against the mixed run, then each kind alone against the floor; each input a line
+# of key=value words.
+awk -v push="$line" -v floor="$floor" -v s="$streams" -v p="$polls" '
+function read_kv(text, out,  n, i, w, kv) {
+  n = split(text, w, " ")
+  for (i = 1; i <= n; i++) { split(w[i], kv, "="); out[kv[1]] = kv[2] }
+}
+BEGIN {
+  read_kv(push, a); read_kv(floor, f); read_kv(s, st); read_kv(p, lp)
   if (f["cpu_us_per_delivery"] <= 0 || f["gathered_cpu_us_per_delivery"] <= 0) {
     print "push floor: no figure (push_floor failed)"; exit
   }
@@ -327,13 +333,9 @@ awk -v push="$line" -v floor="$floor" 'BEGIN {
          "per delivery with one send each, %.2f gathered 4 to a write; amfgate per delivery " \
          "against them: %.1fx, %.1fx\n", f["frame_bytes"], f["cpu_us_per_delivery"],
     f["gathered_cpu_us_per_delivery"], a["cpu_us_per_delivery"] / f["cpu_us_per_delivery"],
-    a["cpu_us_per_delivery"] / f["gathered_cpu_us_per_delivery"] }'
-awk -v s="$streams" -v p="$polls" -v floor="$floor" 'BEGIN {
-  n = split(s, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, "="); st[kv[1]] = kv[2] }
-  n = split(p, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, "="); lp[kv[1]] = kv[2] }
-  n = split(floor, x, " "); for (i = 1; i <= n; i++) { split(x[i], kv, "="); f[kv[1]] = kv[2] }
-  if (st["cpu_us_per_delivery"] <= 0 || lp["cpu_us_per_delivery"] <= 0 || f["cpu_us_per_delivery"] <= 0) {
-    print "push alone: no figure (push_load or push_floor failed)"; exit
+    a["cpu_us_per_delivery"] / f["gathered_cpu_us_per_delivery"]
+  if (st["cpu_us_per_delivery"] <= 0 || lp["cpu_us_per_delivery"] <= 0) {
+    print "push alone: no figure (push_load failed)"; exit
   }
   printf "push, 2,000 streams alone at 40 messages/s: %d of %d, %.2f us cpu per delivery (goal " \
          "<= 8 us), %.2fx the floor per send (goal <= 2x), %.0f deliveries per core-second, " \
