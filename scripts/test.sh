@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: the unit and conformance suites, the live-daemon, EchoTest and deployment
-# suites and the fuzz replays under ASan+UBSan (g++), the release build and .deb with the
+# Runs every test: the unit and conformance suites, the Python module's suites, the
+# live-daemon, EchoTest and deployment suites and the fuzz replays under ASan+UBSan (g++), the
+# release build and .deb with the
 # packaging checks, the contacts example built against the installed package, a benchmark
 # smoke run (each case checks its own result, the push client that every message arrived),
 # each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
@@ -41,7 +42,8 @@ build() {  # build DIR CMAKE-ARGS...
 }
 
 # 1. Sanitizer build and ctest (unit, conformance, fuzz replays).
-build build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMFGATE_SANITIZE=ON -DAMFGATE_BENCH=OFF ||
+build build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAMFGATE_SANITIZE=ON -DAMFGATE_BENCH=OFF \
+  -DAMFGATE_PYTHON=ON ||
   exit 1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 (cd build/asan && ctest --output-on-failure -j"$jobs") | tee build/ctest.log

@@ -1,0 +1,109 @@
+"""The Python forms of AMF values that have no plain Python type."""
+
+__all__ = ["Undefined", "undefined", "XML", "XMLDocument", "TypedObject", "MixedArray",
+           "Dictionary", "ArrayCollection", "ArrayList", "ObjectProxy", "DecodeError"]
+
+
+class Undefined:
+    """ActionScript's ``undefined``; its one instance is ``amfgate.undefined``."""
+
+    __slots__ = ()
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "amfgate.undefined"
+
+    def __bool__(self):
+        return False
+
+    def __reduce__(self):
+        return (Undefined, ())
+
+
+undefined = Undefined()
+
+
+class XML(str):
+    """E4X XML (AMF3 0x0B), kept as text and never parsed: no entity is ever expanded."""
+
+    __slots__ = ()
+
+
+class XMLDocument(str):
+    """A legacy flash.xml.XMLDocument (AMF0 0x0F, AMF3 0x07), kept as text."""
+
+    __slots__ = ()
+
+
+class TypedObject(dict):
+    """An object of a class alias that no Python class is registered for: its members as a
+    dict, its alias in ``alias``."""
+
+    def __init__(self, alias, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.alias = alias
+
+    def __repr__(self):
+        return f"TypedObject({self.alias!r}, {dict.__repr__(self)})"
+
+    def __eq__(self, other):
+        if isinstance(other, TypedObject):
+            return self.alias == other.alias and dict.__eq__(self, other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    __hash__ = None
+
+
+class MixedArray(dict):
+    """An array with named members (AMF3) or an ECMA array (AMF0): the list part under int
+    keys 0..n-1, the rest under their names."""
+
+    def __repr__(self):
+        return f"MixedArray({dict.__repr__(self)})"
+
+
+class Dictionary(list):
+    """An AS3 Dictionary with a key that Python cannot hash (an object, an array): its
+    (key, value) pairs in wire order. A Dictionary whose keys all hash decodes as a dict."""
+
+    def __repr__(self):
+        return f"Dictionary({list.__repr__(self)})"
+
+
+class ArrayCollection(list):
+    """flex.messaging.io.ArrayCollection: a list that Flex binds to."""
+
+    alias = "flex.messaging.io.ArrayCollection"
+
+
+class ArrayList(list):
+    """flex.messaging.io.ArrayList."""
+
+    alias = "flex.messaging.io.ArrayList"
+
+
+class ObjectProxy(dict):
+    """flex.messaging.io.ObjectProxy: an object Flex watches for changes."""
+
+    alias = "flex.messaging.io.ObjectProxy"
+
+
+class DecodeError(ValueError):
+    """Bytes that are not valid AMF. ``reason`` names the fault (``truncated``,
+    ``unknown_marker``, ``bad_reference``, ``depth_exceeded``, ``limit_exceeded``, ...) and
+    ``offset`` is the byte where the bad token starts (None for faults found after the bytes
+    were read, such as a date that Python cannot hold)."""
+
+    def __init__(self, message, reason=None, offset=None):
+        super().__init__(message)
+        self.reason = reason
+        self.offset = offset

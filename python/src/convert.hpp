@@ -1,0 +1,92 @@
+// Conversion between amfgate's AMF value model and Python objects, for the `amfgate` module.
+//
+// Decoding: the codec reads bytes into a document arena with the GIL released; `to_python`
+// then builds Python objects from the graph, one per node, so shared and cyclic graphs come
+// out shared and cyclic. Encoding: `from_python` builds a value graph in a document from
+// Python objects (one node per object, so cycles become AMF references), and the codec's
+// encoder writes it.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <amf/decode.hpp>
+#include <amf/value.hpp>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace amfgate::python {
+
+namespace py = pybind11;
+
+/// The Python types of amfgate/_types.py, and the classes registered for typed objects.
+/// One per interpreter, kept for its life (never destroyed: Python may be gone by then).
+struct state {
+  py::object undefined, undefined_type, xml, xml_document, typed_object, mixed_array, dictionary,
+      array_collection, array_list, object_proxy, decode_error, array_array;
+
+  struct registered {
+    py::object cls;
+    std::string alias;
+    std::vector<std::string> sealed;  ///< the sealed members, in order
+    bool dynamic = false;             ///< the rest of the instance's __dict__ goes too
+  };
+  std::unordered_map<PyTypeObject*, registered> by_type;
+  std::unordered_map<std::string, PyTypeObject*> by_alias;
+
+  static state& get();
+};
+
+/// Raises amfgate.DecodeError(message, reason, offset); `offset` < 0 leaves it None.
+[[noreturn]] void raise_decode_error(const std::string& message, std::string_view reason,
+                                     long long offset);
+
+/// The Python object for `v`, which lives in `doc` (small Flex messages are expanded to their
+/// full form there).
+py::object to_python(const amf::value& v, amf::document& doc);
+
+/// Options of an encode.
+struct encode_options {
+  bool amf3 = true;
+  std::size_t max_depth = amf::decode_options{}.max_depth;
+};
+
+/// Builds the graph of `obj` in `doc`. Raises TypeError (or OverflowError, ValueError) that
+/// names the path of what could not be encoded: "[3].owner.created".
+class from_python {
+ public:
+  from_python(amf::document& doc, const encode_options& opt);
+  amf::value convert(py::handle obj);
+
+ private:
+  amf::value scalar_or_node(py::handle obj);
+  amf::value node_of(py::handle obj);
+  amf::value dict(py::handle obj, std::string_view alias);
+  amf::value pairs(py::handle obj);
+  amf::value mixed(py::handle obj);
+  amf::value sequence(py::handle obj);
+  amf::value vector(py::handle obj);
+  amf::value typed(py::handle obj, const state::registered& r);
+  amf::value date(py::handle obj);
+  amf::value external(py::handle obj, std::string_view alias, bool list);
+  std::string_view text(py::handle str);
+  std::string_view member_name(py::handle key);
+  py::handle hold(PyObject* o);
+  [[noreturn]] void fail(PyObject* type, const std::string& what);
+  std::string path() const;
+
+  struct step {
+    std::size_t index;
+    py::handle name;  ///< a str, or null for an index
+  };
+  amf::document& doc_;
+  encode_options opt_;
+  std::unordered_map<PyObject*, amf::value> seen_;  ///< objects with identity, by address
+  std::vector<step> path_;
+  std::vector<py::object> keep_;  ///< what the graph views, held until it is written
+  std::unordered_map<std::string, const amf::traits*> traits_;  ///< by alias
+};
+
+}  // namespace amfgate::python

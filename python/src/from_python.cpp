@@ -1,0 +1,464 @@
+// Python objects to AMF values (see convert.hpp).
+#include <amf/externalizable.hpp>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "convert.hpp"
+// After Python.h, which convert.hpp includes through pybind11.
+#include <datetime.h>
+
+namespace amfgate::python {
+
+namespace {
+
+// Civil date -> days since 1970-01-01 (Howard Hinnant's algorithm).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+// What an AMF3-only value holds is written in AMF3, in an AMF0 encoding too (behind the
+// switch): converted as AMF3 while it lasts.
+struct in_amf3 {
+  explicit in_amf3(encode_options& opt) : opt_(opt), was_(opt.amf3) { opt.amf3 = true; }
+  ~in_amf3() { opt_.amf3 = was_; }
+  in_amf3(const in_amf3&) = delete;
+  in_amf3& operator=(const in_amf3&) = delete;
+  encode_options& opt_;
+  bool was_;
+};
+
+bool is_instance(py::handle obj, const py::object& type) {
+  const int r = PyObject_IsInstance(obj.ptr(), type.ptr());
+  if (r < 0) throw py::error_already_set();
+  return r == 1;
+}
+
+}  // namespace
+
+from_python::from_python(amf::document& doc, const encode_options& opt) : doc_(doc), opt_(opt) {
+  if (PyDateTimeAPI == nullptr) PyDateTime_IMPORT;  // the C API is per translation unit
+}
+
+amf::value from_python::convert(py::handle obj) {
+  PyObject* o = obj.ptr();
+  PyTypeObject* t = Py_TYPE(o);
+  if (o == Py_None) return amf::value::null();
+  if (t == &PyBool_Type) return amf::value::boolean(o == Py_True);
+  if (t == &PyFloat_Type) return amf::value::number(PyFloat_AS_DOUBLE(o));
+  if (t == &PyUnicode_Type) return amf::value::string(text(obj));
+  if (auto it = seen_.find(o); it != seen_.end()) return it->second;
+  return scalar_or_node(obj);
+}
+
+amf::value from_python::scalar_or_node(py::handle obj) {
+  PyObject* o = obj.ptr();
+  const state& st = state::get();
+  if (PyLong_Check(o)) {
+    // An int goes as an AMF3 integer if it fits one, else as a double if one holds it exactly.
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    constexpr long long exact = 1LL << 53;
+    if (overflow != 0 || x > exact || x < -exact)
+      fail(PyExc_OverflowError, "an int that a double cannot hold exactly (beyond 2**53)");
+    if (x >= INT32_MIN && x <= INT32_MAX) return amf::value::integer(static_cast<std::int32_t>(x));
+    return amf::value::number(static_cast<double>(x));
+  }
+  if (o == st.undefined.ptr()) return amf::value::undefined();
+  if (PyFloat_Check(o)) return amf::value::number(PyFloat_AsDouble(o));
+  if (PyUnicode_Check(o) && !is_instance(obj, st.xml) && !is_instance(obj, st.xml_document))
+    return amf::value::string(text(obj));
+  if (path_.size() >= opt_.max_depth)
+    fail(PyExc_ValueError,
+         "nesting deeper than max_depth (" + std::to_string(opt_.max_depth) + ")");
+  return node_of(obj);
+}
+
+amf::value from_python::node_of(py::handle obj) {
+  PyObject* o = obj.ptr();
+  const state& st = state::get();
+  if (auto it = st.by_type.find(Py_TYPE(o)); it != st.by_type.end()) return typed(obj, it->second);
+  if (PyUnicode_Check(o)) {  // XML or XMLDocument
+    const auto kind = is_instance(obj, st.xml) ? amf::type::xml : amf::type::xml_document;
+    return seen_[o] = amf::value::of(doc_.create<amf::xml_node>(kind, text(obj)));
+  }
+  if (PyBytes_Check(o)) {
+    keep_.push_back(py::reinterpret_borrow<py::object>(obj));
+    std::span bytes(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(o)),
+                    static_cast<std::size_t>(PyBytes_GET_SIZE(o)));
+    return seen_[o] = amf::value::of(doc_.create<amf::bytes_node>(bytes));
+  }
+  if (PyByteArray_Check(o) || PyMemoryView_Check(o)) {  // copied: they can change under us
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) != 0) throw py::error_already_set();
+    std::span bytes(static_cast<const std::byte*>(view.buf), static_cast<std::size_t>(view.len));
+    amf::bytes_node* n = doc_.bytes(bytes);
+    PyBuffer_Release(&view);
+    return seen_[o] = amf::value::of(n);
+  }
+  if (PyDate_Check(o)) return seen_[o] = date(obj);
+  if (PyDict_Check(o)) {
+    if (is_instance(obj, st.typed_object)) {
+      py::object alias = obj.attr("alias");
+      if (!PyUnicode_Check(alias.ptr()))
+        fail(PyExc_TypeError, "a TypedObject whose alias is not a string");
+      return dict(obj, text(hold(alias.ptr())));
+    }
+    if (is_instance(obj, st.mixed_array)) return mixed(obj);
+    if (is_instance(obj, st.object_proxy))
+      return external(obj, "flex.messaging.io.ObjectProxy", false);
+    return dict(obj, {});
+  }
+  if (PyList_Check(o) || PyTuple_Check(o)) {
+    if (is_instance(obj, st.array_collection))
+      return external(obj, amf::array_collection_alias, true);
+    if (is_instance(obj, st.array_list)) return external(obj, amf::array_list_alias, true);
+    if (is_instance(obj, st.dictionary)) return pairs(obj);
+    return sequence(obj);
+  }
+  if (is_instance(obj, st.array_array)) return vector(obj);
+  fail(PyExc_TypeError,
+       "an object of type " +
+           py::str(py::type::handle_of(obj).attr("__qualname__")).cast<std::string>() +
+           " (register its class with amfgate.register_class)");
+}
+
+std::string_view from_python::text(py::handle str) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(str.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    fail(PyExc_ValueError, "a string that UTF-8 cannot hold (a lone surrogate)");
+  }
+  return {data, static_cast<std::size_t>(size)};
+}
+
+py::handle from_python::hold(PyObject* o) {
+  keep_.push_back(py::reinterpret_borrow<py::object>(o));
+  return o;
+}
+
+amf::value from_python::dict(py::handle obj, std::string_view alias) {
+  PyObject* key = nullptr;
+  PyObject* val = nullptr;
+  Py_ssize_t pos = 0;
+  bool all_text = true;
+  while (PyDict_Next(obj.ptr(), &pos, &key, &val)) all_text = all_text && PyUnicode_Check(key);
+  if (!all_text && !alias.empty())
+    fail(PyExc_TypeError, "a typed object with a key that is not a string");
+  // Keys and values are held while the graph views them: converting a value may run Python
+  // code (a registered class's properties) that changes the dict.
+  pos = 0;
+  std::size_t i = 0;
+  if (!all_text) {  // a Dictionary (in AMF0 too, behind the AMF3 switch)
+    amf::dictionary_node* d = doc_.dictionary();
+    amf::value v = seen_[obj.ptr()] = amf::value::of(d);
+    const in_amf3 amf3(opt_);
+    while (PyDict_Next(obj.ptr(), &pos, &key, &val)) {
+      py::handle k = hold(key), x = hold(val);
+      path_.push_back({i++, {}});
+      amf::value kv = convert(k);
+      d->entries.push_back({kv, convert(x)});
+      path_.pop_back();
+    }
+    return v;
+  }
+  const amf::traits* cls = doc_.anonymous_traits();
+  if (!alias.empty()) {
+    auto& cached = traits_[std::string(alias)];
+    if (cached == nullptr) cached = doc_.make_traits(alias, true);
+    cls = cached;
+  }
+  amf::object_node* n = doc_.object(cls);
+  amf::value v = seen_[obj.ptr()] = amf::value::of(n);
+  n->dynamic.reserve(static_cast<std::size_t>(PyDict_GET_SIZE(obj.ptr())));
+  while (PyDict_Next(obj.ptr(), &pos, &key, &val)) {
+    py::handle k = hold(key), x = hold(val);
+    path_.push_back({0, k});
+    n->dynamic.push_back({member_name(k), convert(x)});
+    path_.pop_back();
+  }
+  return v;
+}
+
+std::string_view from_python::member_name(py::handle key) {
+  const std::string_view name = text(key);
+  if (name.empty() && opt_.amf3)
+    fail(PyExc_ValueError, "a member named \"\", which AMF3 cannot hold (it ends the members)");
+  return name;
+}
+
+amf::value from_python::pairs(py::handle obj) {
+  amf::dictionary_node* d = doc_.dictionary();
+  amf::value v = seen_[obj.ptr()] = amf::value::of(d);
+  const in_amf3 amf3(opt_);
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(obj.ptr()); ++i) {
+    py::handle pair = hold(PyList_GET_ITEM(obj.ptr(), i));
+    path_.push_back({static_cast<std::size_t>(i), {}});
+    if (!PyTuple_Check(pair.ptr()) || PyTuple_GET_SIZE(pair.ptr()) != 2)
+      fail(PyExc_TypeError, "a Dictionary item that is not a (key, value) pair");
+    amf::value key = convert(PyTuple_GET_ITEM(pair.ptr(), 0));
+    d->entries.push_back({key, convert(PyTuple_GET_ITEM(pair.ptr(), 1))});
+    path_.pop_back();
+  }
+  return v;
+}
+
+amf::value from_python::mixed(py::handle obj) {
+  // Int keys 0..n-1 make the dense part (AMF3); the rest go by name, ints as decimal text.
+  amf::array_node* a = doc_.create<amf::array_node>(
+      opt_.amf3 ? amf::type::array : amf::type::ecma_array, doc_.resource());
+  amf::value v = seen_[obj.ptr()] = amf::value::of(a);
+  std::size_t dense = 0;
+  if (opt_.amf3)
+    while (true) {
+      py::object index = py::int_(dense);
+      if (PyDict_GetItemWithError(obj.ptr(), index.ptr()) == nullptr) break;
+      ++dense;
+    }
+  if (PyErr_Occurred()) throw py::error_already_set();
+  a->dense.resize(dense);
+  PyObject* key = nullptr;
+  PyObject* val = nullptr;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(obj.ptr(), &pos, &key, &val)) {
+    py::handle k = hold(key), x = hold(val);
+    if (PyLong_Check(key)) {
+      int overflow = 0;
+      const long long index = PyLong_AsLongLongAndOverflow(key, &overflow);
+      if (overflow == 0 && index >= 0 && static_cast<std::size_t>(index) < dense) {
+        path_.push_back({static_cast<std::size_t>(index), {}});
+        a->dense[static_cast<std::size_t>(index)] = convert(x);
+        path_.pop_back();
+        continue;
+      }
+      PyObject* name = PyObject_Str(key);
+      if (name == nullptr) throw py::error_already_set();
+      keep_.push_back(py::reinterpret_steal<py::object>(name));
+      k = name;
+    } else if (!PyUnicode_Check(key)) {
+      fail(PyExc_TypeError, "a MixedArray key that is neither an int nor a string");
+    }
+    path_.push_back({0, k});
+    a->assoc.push_back({member_name(k), convert(x)});
+    path_.pop_back();
+  }
+  a->ecma_count = static_cast<std::uint32_t>(a->assoc.size());
+  return v;
+}
+
+amf::value from_python::sequence(py::handle obj) {
+  PyObject* o = obj.ptr();
+  const bool list = PyList_Check(o);
+  auto size = [&] { return list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o); };
+  amf::array_node* a = doc_.array(static_cast<std::size_t>(size()));
+  amf::value v = seen_[o] = amf::value::of(a);
+  for (Py_ssize_t i = 0; i < size(); ++i) {  // a list can change while its items convert
+    py::handle item = hold(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i));
+    path_.push_back({static_cast<std::size_t>(i), {}});
+    a->dense.push_back(convert(item));
+    path_.pop_back();
+  }
+  return v;
+}
+
+amf::value from_python::vector(py::handle obj) {
+  const std::string code = py::str(obj.attr("typecode"));
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0)
+    throw py::error_already_set();
+  struct release {
+    Py_buffer* b;
+    ~release() { PyBuffer_Release(b); }
+  } guard{&view};
+  const std::size_t n = static_cast<std::size_t>(view.len / view.itemsize);
+  const char c = code.empty() ? '?' : code[0];
+  auto each = [&](auto&& put) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const char* p =
+          static_cast<const char*>(view.buf) + i * static_cast<std::size_t>(view.itemsize);
+      switch (c) {
+        case 'b':
+          put(static_cast<double>(*reinterpret_cast<const signed char*>(p)), i);
+          break;
+        case 'B':
+          put(static_cast<double>(*reinterpret_cast<const unsigned char*>(p)), i);
+          break;
+        case 'h':
+          put(static_cast<double>(*reinterpret_cast<const short*>(p)), i);
+          break;
+        case 'H':
+          put(static_cast<double>(*reinterpret_cast<const unsigned short*>(p)), i);
+          break;
+        case 'i':
+          put(static_cast<double>(*reinterpret_cast<const int*>(p)), i);
+          break;
+        case 'I':
+          put(static_cast<double>(*reinterpret_cast<const unsigned*>(p)), i);
+          break;
+        case 'l':
+          put(static_cast<double>(*reinterpret_cast<const long*>(p)), i);
+          break;
+        case 'L':
+          put(static_cast<double>(*reinterpret_cast<const unsigned long*>(p)), i);
+          break;
+        case 'q':
+          put(static_cast<double>(*reinterpret_cast<const long long*>(p)), i);
+          break;
+        case 'Q':
+          put(static_cast<double>(*reinterpret_cast<const unsigned long long*>(p)), i);
+          break;
+        case 'f':
+          put(static_cast<double>(*reinterpret_cast<const float*>(p)), i);
+          break;
+        case 'd':
+          put(*reinterpret_cast<const double*>(p), i);
+          break;
+        default:
+          fail(PyExc_TypeError,
+               "an array.array of typecode '" + code + "' (AMF has int, uint and double vectors)");
+      }
+    }
+  };
+  const bool floating = c == 'f' || c == 'd';
+  const bool is_unsigned = c == 'B' || c == 'H' || c == 'I' || c == 'L' || c == 'Q';
+  amf::vector_node* out = doc_.vector(floating      ? amf::type::vector_double
+                                      : is_unsigned ? amf::type::vector_uint
+                                                    : amf::type::vector_int);
+  amf::value v = seen_[obj.ptr()] = amf::value::of(out);
+  each([&](double x, std::size_t i) {
+    path_.push_back({i, {}});
+    if (floating) {
+      out->doubles.push_back(x);
+    } else if (is_unsigned) {
+      if (x > UINT32_MAX) fail(PyExc_OverflowError, "an item too large for a Vector.<uint>");
+      out->uints.push_back(static_cast<std::uint32_t>(x));
+    } else {
+      if (x < INT32_MIN || x > INT32_MAX)
+        fail(PyExc_OverflowError, "an item outside a Vector.<int>'s range");
+      out->ints.push_back(static_cast<std::int32_t>(x));
+    }
+    path_.pop_back();
+  });
+  return v;
+}
+
+amf::value from_python::typed(py::handle obj, const state::registered& r) {
+  auto& cls = traits_[r.alias];
+  if (cls == nullptr) {
+    auto* t = doc_.create<amf::traits>(doc_.resource());
+    t->alias = doc_.copy(r.alias);
+    t->dynamic = r.dynamic;
+    for (const auto& name : r.sealed) t->sealed.push_back(doc_.copy(name));
+    cls = t;
+  }
+  amf::object_node* n = doc_.object(cls);
+  amf::value v = seen_[obj.ptr()] = amf::value::of(n);
+  for (std::size_t i = 0; i < cls->sealed.size(); ++i) {
+    const std::string_view name = cls->sealed[i];
+    PyObject* member = PyObject_GetAttrString(obj.ptr(), std::string(name).c_str());
+    if (member == nullptr) {
+      PyErr_Clear();
+      fail(PyExc_TypeError,
+           "an instance of " + r.alias + " without its member " + std::string(name));
+    }
+    keep_.push_back(py::reinterpret_steal<py::object>(member));
+    py::object label = py::str(name.data(), name.size());
+    path_.push_back({0, label});
+    n->sealed[i] = convert(member);
+    path_.pop_back();
+  }
+  if (!r.dynamic) return v;
+  PyObject** dict_slot = _PyObject_GetDictPtr(obj.ptr());
+  if (dict_slot == nullptr || *dict_slot == nullptr) return v;
+  py::handle members = hold(*dict_slot);
+  PyObject* key = nullptr;
+  PyObject* val = nullptr;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(members.ptr(), &pos, &key, &val)) {
+    if (!PyUnicode_Check(key)) continue;
+    const std::string_view name = text(key);
+    if (name.empty() || name[0] == '_') continue;
+    bool sealed = false;
+    for (std::string_view s : cls->sealed) sealed = sealed || s == name;
+    if (sealed) continue;
+    py::handle k = hold(key), x = hold(val);
+    path_.push_back({0, k});
+    n->dynamic.push_back({name, convert(x)});
+    path_.pop_back();
+  }
+  return v;
+}
+
+amf::value from_python::date(py::handle obj) {
+  PyObject* o = obj.ptr();
+  double ms = static_cast<double>(days_from_civil(PyDateTime_GET_YEAR(o),
+                                                  static_cast<unsigned>(PyDateTime_GET_MONTH(o)),
+                                                  static_cast<unsigned>(PyDateTime_GET_DAY(o)))) *
+              86400000.0;
+  if (PyDateTime_Check(o)) {
+    ms += PyDateTime_DATE_GET_HOUR(o) * 3600000.0 + PyDateTime_DATE_GET_MINUTE(o) * 60000.0 +
+          PyDateTime_DATE_GET_SECOND(o) * 1000.0 + PyDateTime_DATE_GET_MICROSECOND(o) / 1000.0;
+    // Naive datetimes are taken as UTC; aware ones are moved to it.
+    if (PyDateTime_DATE_GET_TZINFO(o) != Py_None) {
+      py::object offset = obj.attr("utcoffset")();
+      if (!offset.is_none()) {
+        ms -= PyDateTime_DELTA_GET_DAYS(offset.ptr()) * 86400000.0 +
+              PyDateTime_DELTA_GET_SECONDS(offset.ptr()) * 1000.0 +
+              PyDateTime_DELTA_GET_MICROSECONDS(offset.ptr()) / 1000.0;
+      }
+    }
+  }
+  return amf::value::of(doc_.create<amf::date_node>(ms, std::int16_t{0}));
+}
+
+amf::value from_python::external(py::handle obj, std::string_view alias, bool list) {
+  auto& cls = traits_[std::string(alias)];
+  if (cls == nullptr) {
+    amf::traits* t = doc_.make_traits(alias, false);
+    t->externalizable = true;
+    cls = t;
+  }
+  amf::external_node* e = doc_.external(cls);
+  amf::value v = seen_[obj.ptr()] = amf::value::of(e);
+  e->layout = amf::external_node::form::single;
+  // The payload is built from a plain copy, so that it is not taken for the wrapper itself.
+  py::object plain = list
+                         ? py::object(py::reinterpret_steal<py::object>(PySequence_List(obj.ptr())))
+                         : py::object(py::reinterpret_steal<py::object>(PyDict_Copy(obj.ptr())));
+  if (!plain) throw py::error_already_set();
+  keep_.push_back(plain);
+  const in_amf3 amf3(opt_);
+  e->payload = list ? sequence(plain) : dict(plain, {});
+  return v;
+}
+
+void from_python::fail(PyObject* type, const std::string& what) {
+  PyErr_SetString(type, ("cannot encode " + what + " at " + path()).c_str());
+  throw py::error_already_set();
+}
+
+std::string from_python::path() const {
+  if (path_.empty()) return "the top";
+  std::string out;
+  for (const auto& s : path_) {
+    if (s.name) {
+      if (!out.empty()) out += '.';
+      // A name that UTF-8 cannot hold is shown with escapes.
+      py::bytes name = py::reinterpret_steal<py::bytes>(
+          PyUnicode_AsEncodedString(s.name.ptr(), "utf-8", "backslashreplace"));
+      if (!name) throw py::error_already_set();
+      out += std::string(name);
+    } else {
+      out += '[' + std::to_string(s.index) + ']';
+    }
+  }
+  return out;
+}
+
+}  // namespace amfgate::python

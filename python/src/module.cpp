@@ -1,0 +1,272 @@
+// The `amfgate._amfgate` extension: loads/dumps, packets and the class registry, on the C++
+// codec. The Python package (python/amfgate/__init__.py) is the documented face of it.
+#include <pybind11/stl.h>
+
+#include <amf/encode.hpp>
+#include <amf/packet.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "convert.hpp"
+
+namespace amfgate::python {
+
+state& state::get() {
+  static state* s = [] {
+    auto* st = new state;  // never destroyed: it holds Python objects past the interpreter
+    py::module_ types = py::module_::import("amfgate._types");
+    st->undefined = types.attr("undefined");
+    st->undefined_type = types.attr("Undefined");
+    st->xml = types.attr("XML");
+    st->xml_document = types.attr("XMLDocument");
+    st->typed_object = types.attr("TypedObject");
+    st->mixed_array = types.attr("MixedArray");
+    st->dictionary = types.attr("Dictionary");
+    st->array_collection = types.attr("ArrayCollection");
+    st->array_list = types.attr("ArrayList");
+    st->object_proxy = types.attr("ObjectProxy");
+    st->decode_error = types.attr("DecodeError");
+    st->array_array = py::module_::import("array").attr("array");
+    return st;
+  }();
+  return *s;
+}
+
+void raise_decode_error(const std::string& message, std::string_view reason, long long offset) {
+  py::object error =
+      state::get().decode_error(message, py::str(reason.data(), reason.size()),
+                                offset < 0 ? py::object(py::none()) : py::object(py::int_(offset)));
+  PyErr_SetObject(state::get().decode_error.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+namespace {
+
+std::string_view reason_of(const std::error_code& code) {
+  switch (static_cast<amf::errc>(code.value())) {
+    case amf::errc::truncated:
+      return "truncated";
+    case amf::errc::unknown_marker:
+      return "unknown_marker";
+    case amf::errc::bad_reference:
+      return "bad_reference";
+    case amf::errc::depth_exceeded:
+      return "depth_exceeded";
+    case amf::errc::limit_exceeded:
+      return "limit_exceeded";
+    case amf::errc::length_exceeds_input:
+      return "length_exceeds_input";
+    case amf::errc::unknown_externalizable:
+      return "unknown_externalizable";
+    case amf::errc::bad_external:
+      return "bad_external";
+    case amf::errc::bad_packet_version:
+      return "bad_packet_version";
+    case amf::errc::trailing_bytes:
+      return "trailing_bytes";
+  }
+  return "unknown";
+}
+
+[[noreturn]] void raise(const amf::decode_error& ec) {
+  raise_decode_error(ec.message(), reason_of(ec.code), static_cast<long long>(ec.offset));
+}
+
+// The bytes of a buffer-protocol object, viewed (no copy) for the life of this object.
+class input {
+ public:
+  explicit input(py::handle data) {
+    if (PyObject_GetBuffer(data.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0)
+      throw py::error_already_set();
+  }
+  ~input() { PyBuffer_Release(&view_); }
+  input(const input&) = delete;
+  input& operator=(const input&) = delete;
+  std::span<const std::byte> bytes() const {
+    return {static_cast<const std::byte*>(view_.buf), static_cast<std::size_t>(view_.len)};
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+// Inputs this large are decoded with the GIL released; below it, releasing costs more than it
+// lets other threads gain.
+constexpr std::size_t release_gil_bytes = 16 * 1024;
+
+amf::decode_options limits(std::size_t max_depth, std::size_t max_elements,
+                           std::size_t max_references, std::size_t max_string_bytes) {
+  amf::decode_options opt;
+  opt.max_depth = max_depth;
+  opt.max_elements = max_elements;
+  opt.max_references = max_references;
+  opt.max_string_bytes = max_string_bytes;
+  return opt;
+}
+
+template <class F>
+void decode_with_gil_released(std::size_t size, F&& f) {
+  if (size < release_gil_bytes) {
+    f();
+  } else {
+    py::gil_scoped_release released;
+    f();
+  }
+}
+
+py::object loads(py::handle data, bool amf3, std::size_t max_depth, std::size_t max_elements,
+                 std::size_t max_references, std::size_t max_string_bytes) {
+  input in(data);
+  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  amf::document doc;
+  amf::decode_error ec;
+  amf::value v;
+  decode_with_gil_released(in.bytes().size(), [&] {
+    v = amf3 ? amf::decode_amf3(in.bytes(), doc, ec, opt)
+             : amf::decode_amf0(in.bytes(), doc, ec, opt);
+  });
+  if (ec) raise(ec);
+  return to_python(v, doc);
+}
+
+// The encoder's output, reused by the calls of one thread.
+std::string& scratch() {
+  thread_local std::string out;
+  out.clear();
+  return out;
+}
+
+const std::string& encode(py::handle obj, bool amf3, std::size_t max_depth) {
+  amf::document doc;
+  from_python build(doc, {amf3, max_depth});
+  const amf::value v = build.convert(obj);
+  std::string& out = scratch();
+  if (amf3)
+    amf::encode_amf3(v, out);
+  else
+    amf::encode_amf0(v, out);
+  if (out.capacity() > (std::size_t{1} << 20) && out.size() < out.capacity() / 4)
+    out.shrink_to_fit();
+  return out;
+}
+
+py::bytes dumps(py::handle obj, bool amf3, std::size_t max_depth) {
+  const std::string& out = encode(obj, amf3, max_depth);
+  return {out.data(), out.size()};
+}
+
+std::size_t dumps_into(py::bytearray buffer, py::handle obj, bool amf3, std::size_t max_depth) {
+  const std::string& out = encode(obj, amf3, max_depth);
+  const Py_ssize_t at = PyByteArray_GET_SIZE(buffer.ptr());
+  if (PyByteArray_Resize(buffer.ptr(), at + static_cast<Py_ssize_t>(out.size())) != 0)
+    throw py::error_already_set();
+  std::copy(out.begin(), out.end(), PyByteArray_AS_STRING(buffer.ptr()) + at);
+  return out.size();
+}
+
+using header_tuple = std::tuple<py::str, bool, py::object>;
+using body_tuple = std::tuple<py::str, py::str, py::object>;
+
+std::tuple<int, std::vector<header_tuple>, std::vector<body_tuple>> decode_packet(
+    py::handle data, std::size_t max_depth, std::size_t max_elements, std::size_t max_references,
+    std::size_t max_string_bytes) {
+  input in(data);
+  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  amf::document doc;
+  amf::decode_error ec;
+  amf::packet p(doc.resource());
+  decode_with_gil_released(in.bytes().size(),
+                           [&] { p = amf::decode_packet(in.bytes(), doc, ec, opt); });
+  if (ec) raise(ec);
+  auto str = [](std::string_view s) { return py::str(s.data(), s.size()); };
+  std::vector<header_tuple> headers;
+  for (const auto& h : p.headers)
+    headers.emplace_back(str(h.name), h.must_understand, to_python(h.val, doc));
+  std::vector<body_tuple> bodies;
+  for (const auto& b : p.bodies)
+    bodies.emplace_back(str(b.target), str(b.response), to_python(b.val, doc));
+  return {p.version, std::move(headers), std::move(bodies)};
+}
+
+// In a version 3 packet each value, or each argument of a body's list, goes behind the AMF3
+// switch, as Flex and NetConnection with objectEncoding 3 send them.
+amf::value packet_value(from_python& build, py::handle obj, bool amf3) {
+  amf::value v = build.convert(obj);
+  if (!amf3) return v;
+  if (auto* a = v.as_array(); a != nullptr && a->kind == amf::type::array && a->assoc.empty()) {
+    for (auto& item : a->dense) item = item.with_flags(item.flags() | amf::value::avmplus);
+    return v;
+  }
+  return v.with_flags(v.flags() | amf::value::avmplus);
+}
+
+py::bytes encode_packet(int version,
+                        const std::vector<std::tuple<std::string, bool, py::object>>& headers,
+                        const std::vector<std::tuple<std::string, std::string, py::object>>& bodies,
+                        std::size_t max_depth) {
+  if (version != 0 && version != 3)
+    throw py::value_error("a packet's version is 0 or 3, not " + std::to_string(version));
+  const bool amf3 = version == 3;
+  amf::document doc;
+  from_python build(doc, {amf3, max_depth});
+  amf::packet p(doc.resource());
+  p.version = static_cast<std::uint16_t>(version);
+  for (const auto& [name, must, val] : headers)
+    p.headers.push_back(
+        {doc.copy(name), must, amf::unknown_length, packet_value(build, val, amf3)});
+  for (const auto& [target, response, val] : bodies)
+    p.bodies.push_back({doc.copy(target), doc.copy(response), amf::unknown_length,
+                        packet_value(build, val, amf3)});
+  std::string& out = scratch();
+  amf::encode_packet(p, out);
+  return {out.data(), out.size()};
+}
+
+void register_class(py::type cls, const std::string& alias, std::vector<std::string> sealed,
+                    bool dynamic) {
+  if (alias.empty()) throw py::value_error("a class alias is not empty");
+  state& st = state::get();
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (auto old = st.by_alias.find(alias); old != st.by_alias.end()) st.by_type.erase(old->second);
+  if (auto old = st.by_type.find(type); old != st.by_type.end())
+    st.by_alias.erase(old->second.alias);
+  st.by_type[type] = {cls, alias, std::move(sealed), dynamic};
+  st.by_alias[alias] = type;
+}
+
+void unregister_class(const std::string& alias) {
+  state& st = state::get();
+  auto it = st.by_alias.find(alias);
+  if (it == st.by_alias.end()) throw py::key_error(alias);
+  st.by_type.erase(it->second);
+  st.by_alias.erase(it);
+}
+
+}  // namespace
+
+}  // namespace amfgate::python
+
+PYBIND11_MODULE(_amfgate, m) {
+  using namespace amfgate::python;
+  namespace py = pybind11;
+  const amf::decode_options d;
+  m.doc() = "amfgate's AMF codec (C++), for the amfgate package";
+  m.def("loads", &loads, py::arg("data"), py::kw_only(), py::arg("amf3") = true,
+        py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,
+        py::arg("max_references") = d.max_references,
+        py::arg("max_string_bytes") = d.max_string_bytes);
+  m.def("dumps", &dumps, py::arg("obj"), py::kw_only(), py::arg("amf3") = true,
+        py::arg("max_depth") = d.max_depth);
+  m.def("dumps_into", &dumps_into, py::arg("buffer"), py::arg("obj"), py::kw_only(),
+        py::arg("amf3") = true, py::arg("max_depth") = d.max_depth);
+  m.def("decode_packet", &decode_packet, py::arg("data"), py::kw_only(),
+        py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,
+        py::arg("max_references") = d.max_references,
+        py::arg("max_string_bytes") = d.max_string_bytes);
+  m.def("encode_packet", &encode_packet, py::arg("version"), py::arg("headers"), py::arg("bodies"),
+        py::kw_only(), py::arg("max_depth") = d.max_depth);
+  m.def("register_class", &register_class, py::arg("cls"), py::arg("alias"), py::arg("sealed"),
+        py::arg("dynamic"));
+  m.def("unregister_class", &unregister_class, py::arg("alias"));
+}

@@ -1,0 +1,317 @@
+// AMF values to Python objects (see convert.hpp).
+#include <amf/externalizable.hpp>
+#include <amf/flex.hpp>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "convert.hpp"
+// After Python.h, which convert.hpp includes through pybind11.
+#include <datetime.h>
+
+namespace amfgate::python {
+
+namespace {
+
+py::object steal(PyObject* o) {
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(o);
+}
+
+// Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm).
+void civil_from_days(std::int64_t z, int& y, int& m, int& d) {
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
+  m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
+  y = static_cast<int>(static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2));
+}
+
+// A canonical non-negative decimal ("0", "17"; not "01" or "-1"): an array index by name, as an
+// AMF0 ECMA array holds its list part.
+bool is_index(std::string_view s) {
+  if (s.empty() || s.size() > 9 || (s.size() > 1 && s[0] == '0')) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+class converter {
+ public:
+  explicit converter(amf::document& doc) : doc_(doc), st_(state::get()) {
+    if (PyDateTimeAPI == nullptr) PyDateTime_IMPORT;  // the C API is per translation unit
+  }
+
+  py::object convert(const amf::value& v) {
+    switch (v.kind()) {
+      case amf::type::undefined:
+        return st_.undefined;
+      case amf::type::null:
+      case amf::type::unsupported:
+        return py::none();
+      case amf::type::boolean:
+        return py::bool_(v.as_bool());
+      case amf::type::integer:
+        return steal(PyLong_FromLong(v.as_int()));
+      case amf::type::number:
+        return steal(PyFloat_FromDouble(v.as_double()));
+      case amf::type::string:
+        return text(v.as_string());
+      default:
+        return node(v);
+    }
+  }
+
+ private:
+  py::object text(std::string_view s) {
+    PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), nullptr);
+    if (o == nullptr) {
+      PyErr_Clear();
+      raise_decode_error("a string is not valid UTF-8", "bad_utf8", -1);
+    }
+    return py::reinterpret_steal<py::object>(o);
+  }
+
+  // Member names repeat across the objects of a graph; AMF3 sends each once and refers to it,
+  // so the views share their characters: one Python string per distinct view.
+  py::object name(std::string_view s) {
+    auto& [size, str] = names_[s.data()];
+    if (!str || size != s.size()) {
+      str = text(s);
+      size = s.size();
+    }
+    return str;
+  }
+
+  py::object remember(const amf::node* n, py::object o) {
+    seen_.emplace(n, o);
+    return o;
+  }
+
+  py::object node(const amf::value& v) {
+    const amf::node* n = v.as_node();
+    if (auto it = seen_.find(n); it != seen_.end()) return it->second;
+    switch (v.kind()) {
+      case amf::type::date:
+        return remember(n, date(v.as_date()->millis));
+      case amf::type::object:
+        return object(*v.as_object());
+      case amf::type::array:
+      case amf::type::ecma_array:
+        return array(*v.as_array());
+      case amf::type::byte_array: {
+        auto b = v.as_bytes()->bytes;
+        return remember(n, steal(PyBytes_FromStringAndSize(reinterpret_cast<const char*>(b.data()),
+                                                           static_cast<Py_ssize_t>(b.size()))));
+      }
+      case amf::type::xml:
+        return remember(n, st_.xml(text(v.as_xml()->text)));
+      case amf::type::xml_document:
+        return remember(n, st_.xml_document(text(v.as_xml()->text)));
+      case amf::type::vector_int:
+      case amf::type::vector_uint:
+      case amf::type::vector_double:
+      case amf::type::vector_object:
+        return vector(*v.as_vector());
+      case amf::type::dictionary:
+        return dictionary(*v.as_dictionary());
+      case amf::type::externalizable:
+        return external(*v.as_external());
+      default:
+        raise_decode_error("a value of an unknown kind", "unknown_marker", -1);
+    }
+  }
+
+  py::object date(double ms) {
+    // datetime holds years 1 to 9999.
+    constexpr double lowest = -62135596800000.0, highest = 253402300799999.0;
+    if (!std::isfinite(ms) || ms < lowest || ms > highest)
+      raise_decode_error("a date outside the years 1 to 9999: " + std::to_string(ms) + " ms",
+                         "date_out_of_range", -1);
+    const double whole = std::floor(ms);
+    auto micros = static_cast<std::int64_t>(std::llround((ms - whole) * 1000.0));
+    auto millis = static_cast<std::int64_t>(whole);
+    std::int64_t days = millis / 86400000, rest = millis % 86400000;
+    if (rest < 0) {
+      rest += 86400000;
+      --days;
+    }
+    micros += (rest % 1000) * 1000;
+    std::int64_t secs = rest / 1000;
+    if (micros >= 1000000) {  // a fraction that rounds up to the next millisecond's first µs
+      micros -= 1000000;
+      ++secs;
+    }
+    int y = 0, m = 0, d = 0;
+    civil_from_days(days, y, m, d);
+    if (secs >= 86400) {
+      // Only at 9999-12-31T23:59:59.999999...: keep to the last representable instant.
+      secs = 86399;
+      micros = 999999;
+    }
+    return steal(PyDateTimeAPI->DateTime_FromDateAndTime(
+        y, m, d, static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60),
+        static_cast<int>(secs % 60), static_cast<int>(micros), PyDateTime_TimeZone_UTC,
+        PyDateTimeAPI->DateTimeType));
+  }
+
+  py::object object(const amf::object_node& o) {
+    if (o.cls->alias.empty()) {
+      py::object d = remember(&o, steal(PyDict_New()));
+      fill(d, o);
+      return d;
+    }
+    std::string alias(o.cls->alias);
+    if (auto it = st_.by_alias.find(alias); it != st_.by_alias.end()) {
+      py::handle cls(reinterpret_cast<PyObject*>(it->second));
+      py::object inst = remember(&o, cls.attr("__new__")(cls));
+      auto set = [&](std::string_view member, const amf::value& val) {
+        py::object key = name(member);
+        py::object item = convert(val);
+        if (PyObject_GenericSetAttr(inst.ptr(), key.ptr(), item.ptr()) != 0) {
+          PyErr_Clear();
+          raise_decode_error("class " + alias + " (" + py::str(cls).cast<std::string>() +
+                                 ") has no member " + std::string(member),
+                             "bad_member", -1);
+        }
+      };
+      for (std::size_t i = 0; i < o.sealed.size(); ++i) set(o.cls->sealed[i], o.sealed[i]);
+      for (const auto& m : o.dynamic) set(m.name, m.val);
+      return inst;
+    }
+    py::object d = remember(&o, st_.typed_object(py::str(alias)));
+    fill(d, o);
+    return d;
+  }
+
+  void fill(py::handle d, const amf::object_node& o) {
+    for (std::size_t i = 0; i < o.sealed.size(); ++i)
+      set_item(d, name(o.cls->sealed[i]), o.sealed[i]);
+    for (const auto& m : o.dynamic) set_item(d, name(m.name), m.val);
+  }
+
+  void set_item(py::handle d, py::handle key, const amf::value& val) {
+    py::object item = convert(val);
+    if (PyDict_SetItem(d.ptr(), key.ptr(), item.ptr()) != 0) throw py::error_already_set();
+  }
+
+  py::object array(const amf::array_node& a) {
+    if (a.kind == amf::type::array && a.assoc.empty()) {
+      py::object list = remember(&a, steal(PyList_New(static_cast<Py_ssize_t>(a.dense.size()))));
+      for (std::size_t i = 0; i < a.dense.size(); ++i)
+        PyList_SET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i),
+                        convert(a.dense[i]).release().ptr());
+      return list;
+    }
+    // A mixed array: the dense part under int keys, the associative part under its names;
+    // names that are indexes ("0", "17") as ints, as ActionScript and Py3AMF take them.
+    py::object d = remember(&a, st_.mixed_array());
+    for (std::size_t i = 0; i < a.dense.size(); ++i)
+      set_item(d, steal(PyLong_FromSize_t(i)), a.dense[i]);
+    for (const auto& m : a.assoc) {
+      if (is_index(m.name))
+        set_item(d, steal(PyLong_FromString(std::string(m.name).c_str(), nullptr, 10)), m.val);
+      else
+        set_item(d, name(m.name), m.val);
+    }
+    return d;
+  }
+
+  py::object vector(const amf::vector_node& v) {
+    auto raw = [&](const char* code, const void* data, std::size_t bytes) {
+      return remember(&v, st_.array_array(code, py::bytes(static_cast<const char*>(data), bytes)));
+    };
+    switch (v.kind) {
+      case amf::type::vector_int:
+        return raw("i", v.ints.data(), v.ints.size() * sizeof(std::int32_t));
+      case amf::type::vector_uint:
+        return raw("I", v.uints.data(), v.uints.size() * sizeof(std::uint32_t));
+      case amf::type::vector_double:
+        return raw("d", v.doubles.data(), v.doubles.size() * sizeof(double));
+      default: {
+        py::object list =
+            remember(&v, steal(PyList_New(static_cast<Py_ssize_t>(v.objects.size()))));
+        for (std::size_t i = 0; i < v.objects.size(); ++i)
+          PyList_SET_ITEM(list.ptr(), static_cast<Py_ssize_t>(i),
+                          convert(v.objects[i]).release().ptr());
+        return list;
+      }
+    }
+  }
+
+  // A dict, or a Dictionary of pairs when a key cannot be hashed (an object, an array).
+  py::object dictionary(const amf::dictionary_node& d) {
+    std::vector<py::object> keys;
+    keys.reserve(d.entries.size());
+    bool hashable = true;
+    py::object out = remember(&d, steal(PyDict_New()));
+    for (const auto& e : d.entries) {
+      keys.push_back(convert(e.key));
+      if (hashable && PyObject_Hash(keys.back().ptr()) == -1) {
+        PyErr_Clear();
+        hashable = false;
+        out = st_.dictionary();
+        seen_[&d] = out;
+      }
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      py::object val = convert(d.entries[i].val);
+      if (hashable) {
+        if (PyDict_SetItem(out.ptr(), keys[i].ptr(), val.ptr()) != 0) throw py::error_already_set();
+      } else {
+        out.attr("append")(py::make_tuple(keys[i], val));
+      }
+    }
+    return out;
+  }
+
+  py::object external(const amf::external_node& e) {
+    const std::string_view alias = e.cls->alias;
+    if (e.layout == amf::external_node::form::small_message) {
+      auto m = amf::flex::read(amf::value::of(const_cast<amf::external_node*>(&e)), doc_);
+      if (!m) raise_decode_error("a small Flex message that does not read", "bad_external", -1);
+      amf::value full = amf::flex::make(doc_, *m);
+      py::object o = convert(full);
+      seen_.emplace(&e, o);
+      return o;
+    }
+    if (e.layout != amf::external_node::form::single)
+      raise_decode_error("an externalizable " + std::string(alias) + " with no Python form",
+                         "unknown_externalizable", -1);
+    if (alias == amf::array_collection_alias || alias == amf::array_list_alias) {
+      py::object list = remember(
+          &e, alias == amf::array_collection_alias ? st_.array_collection() : st_.array_list());
+      py::object items = convert(e.payload);
+      if (!PyList_Check(items.ptr()))
+        raise_decode_error(std::string(alias) + " around something other than an array",
+                           "bad_external", -1);
+      list.attr("extend")(items);
+      return list;
+    }
+    py::object proxy = remember(&e, st_.object_proxy());
+    py::object inner = convert(e.payload);
+    if (!PyDict_Check(inner.ptr()))
+      raise_decode_error(std::string(alias) + " around something other than an object",
+                         "bad_external", -1);
+    proxy.attr("update")(inner);
+    return proxy;
+  }
+
+  amf::document& doc_;
+  state& st_;
+  std::unordered_map<const amf::node*, py::object> seen_;
+  std::unordered_map<const char*, std::pair<std::size_t, py::object>> names_;
+};
+
+}  // namespace
+
+py::object to_python(const amf::value& v, amf::document& doc) {
+  return converter(doc).convert(v);
+}
+
+}  // namespace amfgate::python
