@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test: the unit and conformance suites, the Python module's suites, the
 # live-daemon, EchoTest and deployment suites and the fuzz replays under ASan+UBSan (g++), the
-# release build and .deb with the
-# packaging checks, the contacts example built against the installed package, a benchmark
-# smoke run (each case checks its own result, the push client that every message arrived),
-# each libFuzzer target for FUZZ_SECONDS (default 60) under the sanitizers (clang-16),
-# and clang-format. Prints "N passed, M failed" last; exits non-zero on any failure.
+# release build and .debs with the packaging checks, the contacts example built against the
+# installed package, a benchmark smoke run (each case checks its own result, the push client
+# that every message arrived), each libFuzzer target for FUZZ_SECONDS (default 60) under the
+# sanitizers (clang-16), and clang-format. Prints "N passed, M failed" last; exits non-zero on
+# any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
