@@ -103,6 +103,7 @@ bool reader::reference(std::uint32_t index, type expected, const std::byte* tok,
   if (index >= amf3_objects.size()) return fail(errc::bad_reference, tok);
   node* n = amf3_objects[index];
   if (n->kind != expected) return fail(errc::bad_reference, tok);
+  n->referenced = true;
   out = value::of(n);
   return true;
 }
@@ -195,6 +196,7 @@ bool reader::amf0(value& out, bool arguments) {
       std::uint16_t i;
       if (!u16(i)) return false;
       if (i >= amf0_objects.size()) return fail(errc::bad_reference, tok);
+      amf0_objects[i]->referenced = true;
       out = value::of(amf0_objects[i]);
       return true;
     }
@@ -420,6 +422,7 @@ bool reader::amf3_object(const std::byte* tok, value& out) {
     if (n->kind != type::object && n->kind != type::externalizable) {
       return fail(errc::bad_reference, tok);
     }
+    n->referenced = true;
     out = value::of(n);
     return true;
   }

@@ -17,6 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pointer_map.hpp"
+
 namespace amfgate::python {
 
 namespace py = pybind11;
@@ -31,6 +33,7 @@ struct state {
     py::object cls;
     std::string alias;
     std::vector<std::string> sealed;  ///< the sealed members, in order
+    std::vector<py::object> names;    ///< the same, as interned Python strings
     bool dynamic = false;             ///< the rest of the instance's __dict__ goes too
   };
   std::unordered_map<PyTypeObject*, registered> by_type;
@@ -75,6 +78,7 @@ class from_python {
   std::string_view member_name(py::handle key);
   py::handle hold(PyObject* o);
   [[noreturn]] void fail(PyObject* type, const std::string& what);
+  [[noreturn]] void too_deep();
   std::string path() const;
 
   struct step {
@@ -83,7 +87,7 @@ class from_python {
   };
   amf::document& doc_;
   encode_options opt_;
-  std::unordered_map<PyObject*, amf::value> seen_;  ///< objects with identity, by address
+  pointer_map<amf::value> seen_;  ///< objects with identity, by address
   std::vector<step> path_;
   std::vector<py::object> keep_;  ///< what the graph views, held until it is written
   std::unordered_map<std::string, const amf::traits*> traits_;  ///< by alias

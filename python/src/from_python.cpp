@@ -52,7 +52,11 @@ amf::value from_python::convert(py::handle obj) {
   if (t == &PyBool_Type) return amf::value::boolean(o == Py_True);
   if (t == &PyFloat_Type) return amf::value::number(PyFloat_AS_DOUBLE(o));
   if (t == &PyUnicode_Type) return amf::value::string(text(obj));
-  if (auto it = seen_.find(o); it != seen_.end()) return it->second;
+  if (amf::value* known = seen_.find(o)) return *known;
+  if (t == &PyList_Type || t == &PyTuple_Type || t == &PyDict_Type) {  // not a subclass of ours
+    if (path_.size() >= opt_.max_depth) too_deep();
+    return t == &PyDict_Type ? dict(obj, {}) : sequence(obj);
+  }
   return scalar_or_node(obj);
 }
 
@@ -359,24 +363,25 @@ amf::value from_python::typed(py::handle obj, const state::registered& r) {
   }
   amf::object_node* n = doc_.object(cls);
   amf::value v = seen_[obj.ptr()] = amf::value::of(n);
-  for (std::size_t i = 0; i < cls->sealed.size(); ++i) {
-    const std::string_view name = cls->sealed[i];
-    PyObject* member = PyObject_GetAttrString(obj.ptr(), std::string(name).c_str());
+  for (std::size_t i = 0; i < r.names.size(); ++i) {
+    PyObject* member = PyObject_GetAttr(obj.ptr(), r.names[i].ptr());
     if (member == nullptr) {
       PyErr_Clear();
-      fail(PyExc_TypeError,
-           "an instance of " + r.alias + " without its member " + std::string(name));
+      fail(PyExc_TypeError, "an instance of " + r.alias + " without its member " + r.sealed[i]);
     }
     keep_.push_back(py::reinterpret_steal<py::object>(member));
-    py::object label = py::str(name.data(), name.size());
-    path_.push_back({0, label});
+    path_.push_back({0, r.names[i]});
     n->sealed[i] = convert(member);
     path_.pop_back();
   }
   if (!r.dynamic) return v;
-  PyObject** dict_slot = _PyObject_GetDictPtr(obj.ptr());
-  if (dict_slot == nullptr || *dict_slot == nullptr) return v;
-  py::handle members = hold(*dict_slot);
+  PyObject* dict = PyObject_GenericGetDict(obj.ptr(), nullptr);
+  if (dict == nullptr) {  // a class without __dict__
+    PyErr_Clear();
+    return v;
+  }
+  keep_.push_back(py::reinterpret_steal<py::object>(dict));
+  py::handle members = dict;
   PyObject* key = nullptr;
   PyObject* val = nullptr;
   Py_ssize_t pos = 0;
@@ -405,7 +410,8 @@ amf::value from_python::date(py::handle obj) {
     ms += PyDateTime_DATE_GET_HOUR(o) * 3600000.0 + PyDateTime_DATE_GET_MINUTE(o) * 60000.0 +
           PyDateTime_DATE_GET_SECOND(o) * 1000.0 + PyDateTime_DATE_GET_MICROSECOND(o) / 1000.0;
     // Naive datetimes are taken as UTC; aware ones are moved to it.
-    if (PyDateTime_DATE_GET_TZINFO(o) != Py_None) {
+    PyObject* zone = PyDateTime_DATE_GET_TZINFO(o);
+    if (zone != Py_None && zone != PyDateTime_TimeZone_UTC) {
       py::object offset = obj.attr("utcoffset")();
       if (!offset.is_none()) {
         ms -= PyDateTime_DELTA_GET_DAYS(offset.ptr()) * 86400000.0 +
@@ -436,6 +442,10 @@ amf::value from_python::external(py::handle obj, std::string_view alias, bool li
   const in_amf3 amf3(opt_);
   e->payload = list ? sequence(plain) : dict(plain, {});
   return v;
+}
+
+void from_python::too_deep() {
+  fail(PyExc_ValueError, "nesting deeper than max_depth (" + std::to_string(opt_.max_depth) + ")");
 }
 
 void from_python::fail(PyObject* type, const std::string& what) {

@@ -231,7 +231,13 @@ void register_class(py::type cls, const std::string& alias, std::vector<std::str
   if (auto old = st.by_alias.find(alias); old != st.by_alias.end()) st.by_type.erase(old->second);
   if (auto old = st.by_type.find(type); old != st.by_type.end())
     st.by_alias.erase(old->second.alias);
-  st.by_type[type] = {cls, alias, std::move(sealed), dynamic};
+  std::vector<py::object> names;
+  for (const auto& name : sealed) {
+    PyObject* interned = PyUnicode_InternFromString(name.c_str());
+    if (interned == nullptr) throw py::error_already_set();
+    names.push_back(py::reinterpret_steal<py::object>(interned));
+  }
+  st.by_type[type] = {cls, alias, std::move(sealed), std::move(names), dynamic};
   st.by_alias[alias] = type;
 }
 

@@ -1,18 +1,40 @@
 // AMF values to Python objects (see convert.hpp).
 #include <amf/externalizable.hpp>
 #include <amf/flex.hpp>
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 
 #include "convert.hpp"
+#include "pointer_map.hpp"
 // After Python.h, which convert.hpp includes through pybind11.
 #include <datetime.h>
 
 namespace amfgate::python {
 
 namespace {
+
+// A hash for the string cache, where a collision costs only a miss: the length and the first
+// and last eight bytes.
+std::size_t quick_hash(std::string_view s) {
+  std::uint64_t head = 0, tail = 0;
+  if (s.size() >= 8) {  // fixed-size copies, which compile to loads
+    std::memcpy(&head, s.data(), 8);
+    std::memcpy(&tail, s.data() + s.size() - 8, 8);
+  } else {
+    for (char c : s) head = (head << 8) | static_cast<unsigned char>(c);
+  }
+  std::uint64_t h = (head ^ (tail * 0x9e3779b97f4a7c15ULL) ^ s.size()) * 0xbf58476d1ce4e5b9ULL;
+  return static_cast<std::size_t>(h ^ (h >> 31));
+}
+
+PyObject* empty_args() {
+  static PyObject* const empty = PyTuple_New(0);  // never freed, as Python's own
+  return empty;
+}
 
 py::object steal(PyObject* o) {
   if (o == nullptr) throw py::error_already_set();
@@ -61,7 +83,7 @@ class converter {
       case amf::type::number:
         return steal(PyFloat_FromDouble(v.as_double()));
       case amf::type::string:
-        return text(v.as_string());
+        return name(v.as_string());
       default:
         return node(v);
     }
@@ -77,25 +99,31 @@ class converter {
     return py::reinterpret_steal<py::object>(o);
   }
 
-  // Member names repeat across the objects of a graph; AMF3 sends each once and refers to it,
-  // so the views share their characters: one Python string per distinct view.
+  // Member names and short strings repeat across the objects of a graph (in AMF0 each time in
+  // full): they go through a direct-mapped cache of recent strings by content, so that one
+  // Python string serves them all. Bounded: a collision replaces the entry.
   py::object name(std::string_view s) {
-    auto& [size, str] = names_[s.data()];
-    if (!str || size != s.size()) {
+    if (s.size() > 64) return text(s);
+    auto& [seen, str] = names_[quick_hash(s) & (names_.size() - 1)];
+    // AMF3's references give the same characters: equal without comparing them.
+    if (!str || (seen.data() != s.data() && seen != s) || seen.size() != s.size()) {
       str = text(s);
-      size = s.size();
+      seen = s;
     }
     return str;
   }
 
+  // Only a node the input refers to again can be met twice (a small Flex message's expansion
+  // is remembered under the message).
   py::object remember(const amf::node* n, py::object o) {
-    seen_.emplace(n, o);
+    if (n->referenced) seen_[n] = o;
     return o;
   }
 
   py::object node(const amf::value& v) {
     const amf::node* n = v.as_node();
-    if (auto it = seen_.find(n); it != seen_.end()) return it->second;
+    if (n->referenced)
+      if (py::object* known = seen_.find(n)) return *known;
     switch (v.kind()) {
       case amf::type::date:
         return remember(n, date(v.as_date()->millis));
@@ -169,7 +197,9 @@ class converter {
     std::string alias(o.cls->alias);
     if (auto it = st_.by_alias.find(alias); it != st_.by_alias.end()) {
       py::handle cls(reinterpret_cast<PyObject*>(it->second));
-      py::object inst = remember(&o, cls.attr("__new__")(cls));
+      // cls.__new__(cls), without looking it up and calling it from Python.
+      auto* type = it->second;
+      py::object inst = remember(&o, steal(type->tp_new(type, empty_args(), nullptr)));
       auto set = [&](std::string_view member, const amf::value& val) {
         py::object key = name(member);
         py::object item = convert(val);
@@ -184,7 +214,11 @@ class converter {
       for (const auto& m : o.dynamic) set(m.name, m.val);
       return inst;
     }
-    py::object d = remember(&o, st_.typed_object(py::str(alias)));
+    // TypedObject(alias), without running its __init__ in Python.
+    auto* type = reinterpret_cast<PyTypeObject*>(st_.typed_object.ptr());
+    py::object d = remember(&o, steal(type->tp_new(type, empty_args(), nullptr)));
+    if (PyObject_SetAttrString(d.ptr(), "alias", name(o.cls->alias).ptr()) != 0)
+      throw py::error_already_set();
     fill(d, o);
     return d;
   }
@@ -256,7 +290,7 @@ class converter {
         PyErr_Clear();
         hashable = false;
         out = st_.dictionary();
-        seen_[&d] = out;
+        remember(&d, out);
       }
     }
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -277,7 +311,7 @@ class converter {
       if (!m) raise_decode_error("a small Flex message that does not read", "bad_external", -1);
       amf::value full = amf::flex::make(doc_, *m);
       py::object o = convert(full);
-      seen_.emplace(&e, o);
+      remember(&e, o);
       return o;
     }
     if (e.layout != amf::external_node::form::single)
@@ -304,8 +338,8 @@ class converter {
 
   amf::document& doc_;
   state& st_;
-  std::unordered_map<const amf::node*, py::object> seen_;
-  std::unordered_map<const char*, std::pair<std::size_t, py::object>> names_;
+  pointer_map<py::object> seen_;
+  std::array<std::pair<std::string_view, py::object>, 1024> names_;
 };
 
 }  // namespace

@@ -53,6 +53,9 @@ std::string_view type_name(type t) noexcept;
 struct node {
   explicit node(type k) : kind(k) {}
   type kind;
+  /// Set by the decoder when the input refers to this node again (an AMF0 or AMF3 reference):
+  /// a walk of a decoded graph needs to remember only these nodes to keep its sharing.
+  bool referenced = false;
 };
 
 class value;
