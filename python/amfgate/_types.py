@@ -42,7 +42,15 @@ class XMLDocument(str):
 
 class TypedObject(dict):
     """An object of a class alias that no Python class is registered for: its members as a
-    dict, its alias in ``alias``."""
+    dict, its alias in ``alias``.
+
+    ``sealed`` names the members written as the class's sealed members, in order, and
+    ``dynamic`` says whether the others may go as dynamic members. By default every member is
+    dynamic; a decoded object keeps the traits it came with, so it is written back the same.
+    """
+
+    sealed = ()
+    dynamic = True
 
     def __init__(self, alias, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -54,6 +54,8 @@ py::object to_python(const amf::value& v, amf::document& doc);
 struct encode_options {
   bool amf3 = true;
   std::size_t max_depth = amf::decode_options{}.max_depth;
+  /// Called with an object of no known kind; what it returns is encoded in its place.
+  py::object default_fn = py::none();
 };
 
 /// Builds the graph of `obj` in `doc`. Raises TypeError (or OverflowError, ValueError) that
@@ -68,6 +70,10 @@ class from_python {
   amf::value node_of(py::handle obj);
   amf::value dict(py::handle obj, std::string_view alias);
   amf::value pairs(py::handle obj);
+  amf::value typed_dict(py::handle obj);
+  amf::value replaced(py::handle obj);
+  amf::value remember(PyObject* o, amf::value v);
+  static std::string type_name(py::handle obj);
   amf::value mixed(py::handle obj);
   amf::value sequence(py::handle obj);
   amf::value vector(py::handle obj);
@@ -89,7 +95,9 @@ class from_python {
   encode_options opt_;
   pointer_map<amf::value> seen_;  ///< objects with identity, by address
   std::vector<step> path_;
-  std::vector<py::object> keep_;  ///< what the graph views, held until it is written
+  PyObject* standing_in_ = nullptr;  ///< what default() returned, while it converts
+  PyObject* original_ = nullptr;     ///< the object it stands for
+  std::vector<py::object> keep_;     ///< what the graph views, held until it is written
   std::unordered_map<std::string, const amf::traits*> traits_;  ///< by alias
 };
 

@@ -89,13 +89,13 @@ amf::value from_python::node_of(py::handle obj) {
   if (auto it = st.by_type.find(Py_TYPE(o)); it != st.by_type.end()) return typed(obj, it->second);
   if (PyUnicode_Check(o)) {  // XML or XMLDocument
     const auto kind = is_instance(obj, st.xml) ? amf::type::xml : amf::type::xml_document;
-    return seen_[o] = amf::value::of(doc_.create<amf::xml_node>(kind, text(obj)));
+    return remember(o, amf::value::of(doc_.create<amf::xml_node>(kind, text(obj))));
   }
   if (PyBytes_Check(o)) {
     keep_.push_back(py::reinterpret_borrow<py::object>(obj));
     std::span bytes(reinterpret_cast<const std::byte*>(PyBytes_AS_STRING(o)),
                     static_cast<std::size_t>(PyBytes_GET_SIZE(o)));
-    return seen_[o] = amf::value::of(doc_.create<amf::bytes_node>(bytes));
+    return remember(o, amf::value::of(doc_.create<amf::bytes_node>(bytes)));
   }
   if (PyByteArray_Check(o) || PyMemoryView_Check(o)) {  // copied: they can change under us
     Py_buffer view;
@@ -103,16 +103,11 @@ amf::value from_python::node_of(py::handle obj) {
     std::span bytes(static_cast<const std::byte*>(view.buf), static_cast<std::size_t>(view.len));
     amf::bytes_node* n = doc_.bytes(bytes);
     PyBuffer_Release(&view);
-    return seen_[o] = amf::value::of(n);
+    return remember(o, amf::value::of(n));
   }
-  if (PyDate_Check(o)) return seen_[o] = date(obj);
+  if (PyDate_Check(o)) return remember(o, date(obj));
   if (PyDict_Check(o)) {
-    if (is_instance(obj, st.typed_object)) {
-      py::object alias = obj.attr("alias");
-      if (!PyUnicode_Check(alias.ptr()))
-        fail(PyExc_TypeError, "a TypedObject whose alias is not a string");
-      return dict(obj, text(hold(alias.ptr())));
-    }
+    if (is_instance(obj, st.typed_object)) return typed_dict(obj);
     if (is_instance(obj, st.mixed_array)) return mixed(obj);
     if (is_instance(obj, st.object_proxy))
       return external(obj, "flex.messaging.io.ObjectProxy", false);
@@ -126,10 +121,9 @@ amf::value from_python::node_of(py::handle obj) {
     return sequence(obj);
   }
   if (is_instance(obj, st.array_array)) return vector(obj);
-  fail(PyExc_TypeError,
-       "an object of type " +
-           py::str(py::type::handle_of(obj).attr("__qualname__")).cast<std::string>() +
-           " (register its class with amfgate.register_class)");
+  if (!opt_.default_fn.is_none()) return replaced(obj);
+  fail(PyExc_TypeError, "an object of type " + type_name(obj) +
+                            " (register its class with amfgate.register_class, or pass default=)");
 }
 
 std::string_view from_python::text(py::handle str) {
@@ -161,7 +155,7 @@ amf::value from_python::dict(py::handle obj, std::string_view alias) {
   std::size_t i = 0;
   if (!all_text) {  // a Dictionary (in AMF0 too, behind the AMF3 switch)
     amf::dictionary_node* d = doc_.dictionary();
-    amf::value v = seen_[obj.ptr()] = amf::value::of(d);
+    amf::value v = remember(obj.ptr(), amf::value::of(d));
     const in_amf3 amf3(opt_);
     while (PyDict_Next(obj.ptr(), &pos, &key, &val)) {
       py::handle k = hold(key), x = hold(val);
@@ -179,7 +173,7 @@ amf::value from_python::dict(py::handle obj, std::string_view alias) {
     cls = cached;
   }
   amf::object_node* n = doc_.object(cls);
-  amf::value v = seen_[obj.ptr()] = amf::value::of(n);
+  amf::value v = remember(obj.ptr(), amf::value::of(n));
   n->dynamic.reserve(static_cast<std::size_t>(PyDict_GET_SIZE(obj.ptr())));
   while (PyDict_Next(obj.ptr(), &pos, &key, &val)) {
     py::handle k = hold(key), x = hold(val);
@@ -197,9 +191,87 @@ std::string_view from_python::member_name(py::handle key) {
   return name;
 }
 
+amf::value from_python::remember(PyObject* o, amf::value v) {
+  seen_[o] = v;
+  if (o == standing_in_) seen_[original_] = v;  // what default() returned stands for it
+  return v;
+}
+
+amf::value from_python::replaced(py::handle obj) {
+  if (obj.ptr() == standing_in_)
+    fail(PyExc_TypeError, "an object of type " + type_name(obj) + " that default() returned");
+  py::object stand_in = opt_.default_fn(obj);
+  keep_.push_back(stand_in);
+  PyObject* const outer_stand_in = standing_in_;
+  PyObject* const outer_original = original_;
+  standing_in_ = stand_in.ptr();
+  original_ = obj.ptr();
+  const amf::value v = convert(stand_in);
+  standing_in_ = outer_stand_in;
+  original_ = outer_original;
+  return remember(obj.ptr(), v);
+}
+
+amf::value from_python::typed_dict(py::handle obj) {
+  py::object alias = obj.attr("alias");
+  if (!PyUnicode_Check(alias.ptr()))
+    fail(PyExc_TypeError, "a TypedObject whose alias is not a string");
+  const std::string_view name = text(hold(alias.ptr()));
+  const bool dynamic = PyObject_IsTrue(obj.attr("dynamic").ptr()) == 1;
+  py::object sealed = obj.attr("sealed");
+  if (!PyTuple_Check(sealed.ptr()) && !PyList_Check(sealed.ptr()))
+    fail(PyExc_TypeError, "a TypedObject whose sealed members are not a tuple or list");
+  const py::sequence names = sealed;
+  if (names.size() == 0 && dynamic) return dict(obj, name);
+  // Traits by alias, names and dynamic flag: objects of one class share them on the wire.
+  std::string key(name);
+  key += dynamic ? '+' : '-';
+  for (auto n : names) {
+    if (!PyUnicode_Check(n.ptr()))
+      fail(PyExc_TypeError, "a TypedObject's sealed member name that is not a string");
+    key += '\0';
+    key += text(hold(n.ptr()));
+  }
+  auto& cls = traits_[key];
+  if (cls == nullptr) {
+    auto* t = doc_.create<amf::traits>(doc_.resource());
+    t->alias = doc_.copy(name);
+    t->dynamic = dynamic;
+    for (auto n : names) t->sealed.push_back(doc_.copy(text(n)));
+    cls = t;
+  }
+  amf::object_node* o = doc_.object(cls);
+  amf::value v = remember(obj.ptr(), amf::value::of(o));
+  std::size_t i = 0;
+  for (auto n : names) {
+    PyObject* item = PyDict_GetItemWithError(obj.ptr(), n.ptr());  // borrowed
+    if (item == nullptr && PyErr_Occurred()) throw py::error_already_set();
+    path_.push_back({0, n});
+    o->sealed[i++] = item == nullptr ? amf::value::undefined() : convert(hold(item));
+    path_.pop_back();
+  }
+  PyObject* key_obj = nullptr;
+  PyObject* val = nullptr;
+  Py_ssize_t pos = 0;
+  while (PyDict_Next(obj.ptr(), &pos, &key_obj, &val)) {
+    py::handle k = hold(key_obj), x = hold(val);
+    if (!PyUnicode_Check(key_obj))
+      fail(PyExc_TypeError, "a typed object with a key that is not a string");
+    const int is_sealed = PySequence_Contains(names.ptr(), key_obj);
+    if (is_sealed < 0) throw py::error_already_set();
+    if (is_sealed == 1) continue;
+    path_.push_back({0, k});
+    if (!dynamic)
+      fail(PyExc_TypeError, "a member that is not sealed, in a TypedObject that is not dynamic");
+    o->dynamic.push_back({member_name(k), convert(x)});
+    path_.pop_back();
+  }
+  return v;
+}
+
 amf::value from_python::pairs(py::handle obj) {
   amf::dictionary_node* d = doc_.dictionary();
-  amf::value v = seen_[obj.ptr()] = amf::value::of(d);
+  amf::value v = remember(obj.ptr(), amf::value::of(d));
   const in_amf3 amf3(opt_);
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(obj.ptr()); ++i) {
     py::handle pair = hold(PyList_GET_ITEM(obj.ptr(), i));
@@ -217,7 +289,7 @@ amf::value from_python::mixed(py::handle obj) {
   // Int keys 0..n-1 make the dense part (AMF3); the rest go by name, ints as decimal text.
   amf::array_node* a = doc_.create<amf::array_node>(
       opt_.amf3 ? amf::type::array : amf::type::ecma_array, doc_.resource());
-  amf::value v = seen_[obj.ptr()] = amf::value::of(a);
+  amf::value v = remember(obj.ptr(), amf::value::of(a));
   std::size_t dense = 0;
   if (opt_.amf3)
     while (true) {
@@ -261,7 +333,7 @@ amf::value from_python::sequence(py::handle obj) {
   const bool list = PyList_Check(o);
   auto size = [&] { return list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o); };
   amf::array_node* a = doc_.array(static_cast<std::size_t>(size()));
-  amf::value v = seen_[o] = amf::value::of(a);
+  amf::value v = remember(o, amf::value::of(a));
   for (Py_ssize_t i = 0; i < size(); ++i) {  // a list can change while its items convert
     py::handle item = hold(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i));
     path_.push_back({static_cast<std::size_t>(i), {}});
@@ -334,7 +406,7 @@ amf::value from_python::vector(py::handle obj) {
   amf::vector_node* out = doc_.vector(floating      ? amf::type::vector_double
                                       : is_unsigned ? amf::type::vector_uint
                                                     : amf::type::vector_int);
-  amf::value v = seen_[obj.ptr()] = amf::value::of(out);
+  amf::value v = remember(obj.ptr(), amf::value::of(out));
   each([&](double x, std::size_t i) {
     path_.push_back({i, {}});
     if (floating) {
@@ -362,7 +434,7 @@ amf::value from_python::typed(py::handle obj, const state::registered& r) {
     cls = t;
   }
   amf::object_node* n = doc_.object(cls);
-  amf::value v = seen_[obj.ptr()] = amf::value::of(n);
+  amf::value v = remember(obj.ptr(), amf::value::of(n));
   for (std::size_t i = 0; i < r.names.size(); ++i) {
     PyObject* member = PyObject_GetAttr(obj.ptr(), r.names[i].ptr());
     if (member == nullptr) {
@@ -431,7 +503,7 @@ amf::value from_python::external(py::handle obj, std::string_view alias, bool li
     cls = t;
   }
   amf::external_node* e = doc_.external(cls);
-  amf::value v = seen_[obj.ptr()] = amf::value::of(e);
+  amf::value v = remember(obj.ptr(), amf::value::of(e));
   e->layout = amf::external_node::form::single;
   // The payload is built from a plain copy, so that it is not taken for the wrapper itself.
   py::object plain = list
@@ -442,6 +514,10 @@ amf::value from_python::external(py::handle obj, std::string_view alias, bool li
   const in_amf3 amf3(opt_);
   e->payload = list ? sequence(plain) : dict(plain, {});
   return v;
+}
+
+std::string from_python::type_name(py::handle obj) {
+  return py::str(py::type::handle_of(obj).attr("__qualname__")).cast<std::string>();
 }
 
 void from_python::too_deep() {

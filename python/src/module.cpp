@@ -137,9 +137,10 @@ std::string& scratch() {
   return out;
 }
 
-const std::string& encode(py::handle obj, bool amf3, std::size_t max_depth) {
+const std::string& encode(py::handle obj, bool amf3, const py::object& fallback,
+                          std::size_t max_depth) {
   amf::document doc;
-  from_python build(doc, {amf3, max_depth});
+  from_python build(doc, {amf3, max_depth, fallback});
   const amf::value v = build.convert(obj);
   std::string& out = scratch();
   if (amf3)
@@ -151,13 +152,14 @@ const std::string& encode(py::handle obj, bool amf3, std::size_t max_depth) {
   return out;
 }
 
-py::bytes dumps(py::handle obj, bool amf3, std::size_t max_depth) {
-  const std::string& out = encode(obj, amf3, max_depth);
+py::bytes dumps(py::handle obj, bool amf3, const py::object& fallback, std::size_t max_depth) {
+  const std::string& out = encode(obj, amf3, fallback, max_depth);
   return {out.data(), out.size()};
 }
 
-std::size_t dumps_into(py::bytearray buffer, py::handle obj, bool amf3, std::size_t max_depth) {
-  const std::string& out = encode(obj, amf3, max_depth);
+std::size_t dumps_into(py::bytearray buffer, py::handle obj, bool amf3, const py::object& fallback,
+                       std::size_t max_depth) {
+  const std::string& out = encode(obj, amf3, fallback, max_depth);
   const Py_ssize_t at = PyByteArray_GET_SIZE(buffer.ptr());
   if (PyByteArray_Resize(buffer.ptr(), at + static_cast<Py_ssize_t>(out.size())) != 0)
     throw py::error_already_set();
@@ -204,12 +206,12 @@ amf::value packet_value(from_python& build, py::handle obj, bool amf3) {
 py::bytes encode_packet(int version,
                         const std::vector<std::tuple<std::string, bool, py::object>>& headers,
                         const std::vector<std::tuple<std::string, std::string, py::object>>& bodies,
-                        std::size_t max_depth) {
+                        const py::object& fallback, std::size_t max_depth) {
   if (version != 0 && version != 3)
     throw py::value_error("a packet's version is 0 or 3, not " + std::to_string(version));
   const bool amf3 = version == 3;
   amf::document doc;
-  from_python build(doc, {amf3, max_depth});
+  from_python build(doc, {amf3, max_depth, fallback});
   amf::packet p(doc.resource());
   p.version = static_cast<std::uint16_t>(version);
   for (const auto& [name, must, val] : headers)
@@ -263,15 +265,16 @@ PYBIND11_MODULE(_amfgate, m) {
         py::arg("max_references") = d.max_references,
         py::arg("max_string_bytes") = d.max_string_bytes);
   m.def("dumps", &dumps, py::arg("obj"), py::kw_only(), py::arg("amf3") = true,
-        py::arg("max_depth") = d.max_depth);
+        py::arg("default") = py::none(), py::arg("max_depth") = d.max_depth);
   m.def("dumps_into", &dumps_into, py::arg("buffer"), py::arg("obj"), py::kw_only(),
-        py::arg("amf3") = true, py::arg("max_depth") = d.max_depth);
+        py::arg("amf3") = true, py::arg("default") = py::none(),
+        py::arg("max_depth") = d.max_depth);
   m.def("decode_packet", &decode_packet, py::arg("data"), py::kw_only(),
         py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,
         py::arg("max_references") = d.max_references,
         py::arg("max_string_bytes") = d.max_string_bytes);
   m.def("encode_packet", &encode_packet, py::arg("version"), py::arg("headers"), py::arg("bodies"),
-        py::kw_only(), py::arg("max_depth") = d.max_depth);
+        py::kw_only(), py::arg("default") = py::none(), py::arg("max_depth") = d.max_depth);
   m.def("register_class", &register_class, py::arg("cls"), py::arg("alias"), py::arg("sealed"),
         py::arg("dynamic"));
   m.def("unregister_class", &unregister_class, py::arg("alias"));

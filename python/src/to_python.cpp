@@ -219,6 +219,12 @@ class converter {
     py::object d = remember(&o, steal(type->tp_new(type, empty_args(), nullptr)));
     if (PyObject_SetAttrString(d.ptr(), "alias", name(o.cls->alias).ptr()) != 0)
       throw py::error_already_set();
+    if (!o.cls->sealed.empty()) {  // the traits it came with, to be written back the same
+      py::tuple sealed(o.cls->sealed.size());
+      for (std::size_t i = 0; i < o.cls->sealed.size(); ++i) sealed[i] = name(o.cls->sealed[i]);
+      d.attr("sealed") = sealed;
+    }
+    if (!o.cls->dynamic) d.attr("dynamic") = py::bool_(false);
     fill(d, o);
     return d;
   }

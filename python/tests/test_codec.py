@@ -281,3 +281,54 @@ def test_large_inputs_decode_on_threads_at_once():
     for t in threads:
         t.join()
     assert out == [list(range(100000))] * 4
+
+
+def test_typed_objects_keep_their_traits():
+    data = amfgate.dumps(amfgate.TypedObject("com.example.Product", id=7, name="n"))
+    back = amfgate.loads(data)
+    assert back.sealed == () and back.dynamic
+    sealed = amfgate.TypedObject("com.example.Point", x=1, y=2)
+    sealed.sealed, sealed.dynamic = ("x", "y"), False
+    data = amfgate.dumps(sealed)
+    # 2 sealed members, not dynamic (0x23), then the alias (17 characters: 0x23).
+    assert data.startswith(b"\x0a\x23\x23com.example.Point\x03x\x03y")
+    back = amfgate.loads(data)
+    assert (back.sealed, back.dynamic) == (("x", "y"), False)
+    assert amfgate.dumps(back) == data
+    sealed["z"] = 3
+    with pytest.raises(TypeError, match="not dynamic at z"):
+        amfgate.dumps(sealed)
+
+
+def test_default_encodes_what_has_no_amf_form():
+    class Money:
+        def __init__(self, cents):
+            self.cents = cents
+
+    def default(obj):
+        if isinstance(obj, Money):
+            return amfgate.TypedObject("com.example.Money", cents=obj.cents)
+        if isinstance(obj, set):
+            return sorted(obj)
+        raise TypeError(f"no AMF form for {type(obj).__name__}")
+
+    price = Money(250)
+    data = amfgate.dumps({"a": price, "b": price, "tags": {"y", "x"}}, default=default)
+    back = amfgate.loads(data)
+    assert back["a"] == amfgate.TypedObject("com.example.Money", cents=250)
+    assert back["a"] is back["b"]  # one object, one stand-in
+    assert back["tags"] == ["x", "y"]
+    with pytest.raises(TypeError, match="no AMF form for complex"):
+        amfgate.dumps([1j], default=default)
+    with pytest.raises(TypeError, match="that default.. returned at"):
+        amfgate.dumps(object(), default=lambda o: o)
+
+
+def test_default_handles_cycles_through_the_stand_in():
+    class Node:
+        def __init__(self):
+            self.next = self
+
+    data = amfgate.dumps(Node(), default=lambda n: amfgate.TypedObject("Node", next=n.next))
+    back = amfgate.loads(data)
+    assert back["next"] is back
