@@ -14,7 +14,7 @@ from . import _amfgate
 from ._types import (ArrayCollection, ArrayList, DecodeError, Dictionary, MixedArray,
                      ObjectProxy, TypedObject, Undefined, XML, XMLDocument, undefined)
 
-__all__ = ["loads", "dumps", "dumps_into", "decode_packet", "encode_packet", "Packet", "Header",
+__all__ = ["loads", "dumps", "dumps_into", "loads_all", "dumps_all", "decode_packet", "encode_packet", "Packet", "Header",
            "Body", "register_class", "unregister_class", "DecodeError", "undefined",
            "Undefined", "XML", "XMLDocument", "TypedObject", "MixedArray", "Dictionary", "ArrayCollection",
            "ArrayList", "ObjectProxy"]
@@ -22,6 +22,8 @@ __all__ = ["loads", "dumps", "dumps_into", "decode_packet", "encode_packet", "Pa
 loads = _amfgate.loads
 dumps = _amfgate.dumps
 dumps_into = _amfgate.dumps_into
+loads_all = _amfgate.loads_all
+dumps_all = _amfgate.dumps_all
 
 
 class Header(NamedTuple):
@@ -54,7 +56,11 @@ def decode_packet(data, **limits):
 
 
 def encode_packet(packet, **options):
-    """Writes a Packet (or anything with its headers, bodies and version) as bytes."""
+    """Writes a Packet (or anything with its headers, bodies and version) as bytes.
+
+    ``lengths="zero"`` writes 0 in each header's and body's length field, as Py3AMF does
+    when not strict (readers ignore them); the default writes the real lengths. ``default``
+    and ``max_depth`` are as for dumps()."""
     return _amfgate.encode_packet(
         packet.version, [(h.name, h.must_understand, h.value) for h in packet.headers],
         [(b.target, b.response, b.value) for b in packet.bodies], **options)
@@ -103,3 +109,4 @@ def register_class(cls, alias, *, members=None, dynamic=None):
 def unregister_class(alias):
     """Forgets the class registered for ``alias`` (KeyError if none is)."""
     _amfgate.unregister_class(alias)
+

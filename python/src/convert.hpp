@@ -56,6 +56,11 @@ struct encode_options {
   std::size_t max_depth = amf::decode_options{}.max_depth;
   /// Called with an object of no known kind; what it returns is encoded in its place.
   py::object default_fn = py::none();
+  /// {type: function}: an instance of exactly that type is encoded as what the function
+  /// returns, before the built-in forms (a dict or list subclass can so go as something else).
+  py::object encoders = py::none();
+  /// Milliseconds taken from every datetime written (Py3AMF's timezone_offset).
+  double date_shift_ms = 0;
 };
 
 /// Builds the graph of `obj` in `doc`. Raises TypeError (or OverflowError, ValueError) that
@@ -71,7 +76,7 @@ class from_python {
   amf::value dict(py::handle obj, std::string_view alias);
   amf::value pairs(py::handle obj);
   amf::value typed_dict(py::handle obj);
-  amf::value replaced(py::handle obj);
+  amf::value replaced(py::handle obj, const py::object& fn);
   amf::value remember(PyObject* o, amf::value v);
   static std::string type_name(py::handle obj);
   amf::value mixed(py::handle obj);

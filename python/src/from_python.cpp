@@ -87,6 +87,12 @@ amf::value from_python::node_of(py::handle obj) {
   PyObject* o = obj.ptr();
   const state& st = state::get();
   if (auto it = st.by_type.find(Py_TYPE(o)); it != st.by_type.end()) return typed(obj, it->second);
+  if (!opt_.encoders.is_none()) {
+    PyObject* fn =
+        PyDict_GetItemWithError(opt_.encoders.ptr(), reinterpret_cast<PyObject*>(Py_TYPE(o)));
+    if (fn != nullptr) return replaced(obj, py::reinterpret_borrow<py::object>(fn));
+    if (PyErr_Occurred()) throw py::error_already_set();
+  }
   if (PyUnicode_Check(o)) {  // XML or XMLDocument
     const auto kind = is_instance(obj, st.xml) ? amf::type::xml : amf::type::xml_document;
     return remember(o, amf::value::of(doc_.create<amf::xml_node>(kind, text(obj))));
@@ -121,7 +127,7 @@ amf::value from_python::node_of(py::handle obj) {
     return sequence(obj);
   }
   if (is_instance(obj, st.array_array)) return vector(obj);
-  if (!opt_.default_fn.is_none()) return replaced(obj);
+  if (!opt_.default_fn.is_none()) return replaced(obj, opt_.default_fn);
   fail(PyExc_TypeError, "an object of type " + type_name(obj) +
                             " (register its class with amfgate.register_class, or pass default=)");
 }
@@ -197,10 +203,12 @@ amf::value from_python::remember(PyObject* o, amf::value v) {
   return v;
 }
 
-amf::value from_python::replaced(py::handle obj) {
+amf::value from_python::replaced(py::handle obj, const py::object& fn) {
   if (obj.ptr() == standing_in_)
-    fail(PyExc_TypeError, "an object of type " + type_name(obj) + " that default() returned");
-  py::object stand_in = opt_.default_fn(obj);
+    fail(PyExc_TypeError, "an object of type " + type_name(obj) + " that " +
+                              (fn.ptr() == opt_.default_fn.ptr() ? "default()" : "an encoder") +
+                              " returned");
+  py::object stand_in = fn(obj);
   keep_.push_back(stand_in);
   PyObject* const outer_stand_in = standing_in_;
   PyObject* const outer_original = original_;
@@ -492,7 +500,7 @@ amf::value from_python::date(py::handle obj) {
       }
     }
   }
-  return amf::value::of(doc_.create<amf::date_node>(ms, std::int16_t{0}));
+  return amf::value::of(doc_.create<amf::date_node>(ms - opt_.date_shift_ms, std::int16_t{0}));
 }
 
 amf::value from_python::external(py::handle obj, std::string_view alias, bool list) {

@@ -130,6 +130,28 @@ py::object loads(py::handle data, bool amf3, std::size_t max_depth, std::size_t 
   return to_python(v, doc);
 }
 
+// Consecutive values of one input, sharing reference tables (a SOL file's, or a stream that
+// Py3AMF's decode() iterates).
+py::list loads_all(py::handle data, bool amf3, std::size_t max_depth, std::size_t max_elements,
+                   std::size_t max_references, std::size_t max_string_bytes) {
+  input in(data);
+  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  amf::document doc;
+  amf::decode_error ec;
+  std::vector<amf::value> values;
+  decode_with_gil_released(in.bytes().size(), [&] {
+    amf::decoder reader(in.bytes(), doc, opt);
+    while (!reader.at_end() && !ec) {
+      amf::value v = amf3 ? reader.read_amf3(ec) : reader.read_amf0(ec);
+      if (!ec) values.push_back(v);
+    }
+  });
+  if (ec) raise(ec);
+  py::list out;
+  for (const auto& v : values) out.append(to_python(v, doc));
+  return out;
+}
+
 // The encoder's output, reused by the calls of one thread.
 std::string& scratch() {
   thread_local std::string out;
@@ -137,10 +159,21 @@ std::string& scratch() {
   return out;
 }
 
-const std::string& encode(py::handle obj, bool amf3, const py::object& fallback,
-                          std::size_t max_depth) {
+// The options that every encoding function takes (see amfgate.dumps).
+encode_options options(bool amf3, const py::object& fallback, const py::object& encoders,
+                       const py::object& timezone_offset, std::size_t max_depth) {
+  encode_options opt{amf3, max_depth, fallback, encoders, 0};
+  if (!encoders.is_none() && !PyDict_Check(encoders.ptr()))
+    throw py::type_error("encoders is a dict of types to functions");
+  if (!timezone_offset.is_none())
+    opt.date_shift_ms = timezone_offset.attr("total_seconds")().cast<double>() * 1000.0;
+  return opt;
+}
+
+const std::string& encode(py::handle obj, const encode_options& opt) {
   amf::document doc;
-  from_python build(doc, {amf3, max_depth, fallback});
+  from_python build(doc, opt);
+  const bool amf3 = opt.amf3;
   const amf::value v = build.convert(obj);
   std::string& out = scratch();
   if (amf3)
@@ -152,14 +185,37 @@ const std::string& encode(py::handle obj, bool amf3, const py::object& fallback,
   return out;
 }
 
-py::bytes dumps(py::handle obj, bool amf3, const py::object& fallback, std::size_t max_depth) {
-  const std::string& out = encode(obj, amf3, fallback, max_depth);
+// Consecutive values, sharing reference tables.
+py::bytes dumps_all(const py::iterable& values, bool amf3, const py::object& fallback,
+                    const py::object& encoders, const py::object& timezone_offset,
+                    std::size_t max_depth) {
+  amf::document doc;
+  from_python build(doc, options(amf3, fallback, encoders, timezone_offset, max_depth));
+  std::vector<amf::value> graph;
+  for (auto v : values) graph.push_back(build.convert(v));
+  std::string& out = scratch();
+  amf::encoder writer(out);
+  for (const auto& v : graph) {
+    if (amf3)
+      writer.write_amf3(v);
+    else
+      writer.write_amf0(v);
+  }
+  return {out.data(), out.size()};
+}
+
+py::bytes dumps(py::handle obj, bool amf3, const py::object& fallback, const py::object& encoders,
+                const py::object& timezone_offset, std::size_t max_depth) {
+  const std::string& out =
+      encode(obj, options(amf3, fallback, encoders, timezone_offset, max_depth));
   return {out.data(), out.size()};
 }
 
 std::size_t dumps_into(py::bytearray buffer, py::handle obj, bool amf3, const py::object& fallback,
+                       const py::object& encoders, const py::object& timezone_offset,
                        std::size_t max_depth) {
-  const std::string& out = encode(obj, amf3, fallback, max_depth);
+  const std::string& out =
+      encode(obj, options(amf3, fallback, encoders, timezone_offset, max_depth));
   const Py_ssize_t at = PyByteArray_GET_SIZE(buffer.ptr());
   if (PyByteArray_Resize(buffer.ptr(), at + static_cast<Py_ssize_t>(out.size())) != 0)
     throw py::error_already_set();
@@ -191,12 +247,13 @@ std::tuple<int, std::vector<header_tuple>, std::vector<body_tuple>> decode_packe
   return {p.version, std::move(headers), std::move(bodies)};
 }
 
-// In a version 3 packet each value, or each argument of a body's list, goes behind the AMF3
-// switch, as Flex and NetConnection with objectEncoding 3 send them.
-amf::value packet_value(from_python& build, py::handle obj, bool amf3) {
+// In a version 3 packet each header, each reply and each argument of a call goes behind the
+// AMF3 switch, as Flex and NetConnection with objectEncoding 3 send them.
+amf::value packet_value(from_python& build, py::handle obj, bool amf3, bool arguments) {
   amf::value v = build.convert(obj);
   if (!amf3) return v;
-  if (auto* a = v.as_array(); a != nullptr && a->kind == amf::type::array && a->assoc.empty()) {
+  if (auto* a = v.as_array();
+      arguments && a != nullptr && a->kind == amf::type::array && a->assoc.empty()) {
     for (auto& item : a->dense) item = item.with_flags(item.flags() | amf::value::avmplus);
     return v;
   }
@@ -206,22 +263,30 @@ amf::value packet_value(from_python& build, py::handle obj, bool amf3) {
 py::bytes encode_packet(int version,
                         const std::vector<std::tuple<std::string, bool, py::object>>& headers,
                         const std::vector<std::tuple<std::string, std::string, py::object>>& bodies,
-                        const py::object& fallback, std::size_t max_depth) {
+                        const std::string& lengths, const py::object& fallback,
+                        const py::object& encoders, const py::object& timezone_offset,
+                        std::size_t max_depth) {
+  if (lengths != "computed" && lengths != "zero")
+    throw py::value_error("lengths is \"computed\" or \"zero\", not \"" + lengths + "\"");
+  // "zero" writes 0 for every header's and body's length, as Py3AMF does when not strict.
+  const std::uint32_t given = lengths == "zero" ? 0 : amf::unknown_length;
   if (version != 0 && version != 3)
     throw py::value_error("a packet's version is 0 or 3, not " + std::to_string(version));
   const bool amf3 = version == 3;
   amf::document doc;
-  from_python build(doc, {amf3, max_depth, fallback});
+  from_python build(doc, options(amf3, fallback, encoders, timezone_offset, max_depth));
   amf::packet p(doc.resource());
   p.version = static_cast<std::uint16_t>(version);
   for (const auto& [name, must, val] : headers)
-    p.headers.push_back(
-        {doc.copy(name), must, amf::unknown_length, packet_value(build, val, amf3)});
-  for (const auto& [target, response, val] : bodies)
-    p.bodies.push_back({doc.copy(target), doc.copy(response), amf::unknown_length,
-                        packet_value(build, val, amf3)});
+    p.headers.push_back({doc.copy(name), must, given, packet_value(build, val, amf3, false)});
+  for (const auto& [target, response, val] : bodies) {
+    amf::body b{doc.copy(target), doc.copy(response), given, {}};
+    b.val = packet_value(build, val, amf3, b.is_request());
+    p.bodies.push_back(b);
+  }
   std::string& out = scratch();
-  amf::encode_packet(p, out);
+  amf::encode_packet(p, out,
+                     given == 0 ? amf::length_fields::as_given : amf::length_fields::computed);
   return {out.data(), out.size()};
 }
 
@@ -265,17 +330,27 @@ PYBIND11_MODULE(_amfgate, m) {
         py::arg("max_references") = d.max_references,
         py::arg("max_string_bytes") = d.max_string_bytes);
   m.def("dumps", &dumps, py::arg("obj"), py::kw_only(), py::arg("amf3") = true,
-        py::arg("default") = py::none(), py::arg("max_depth") = d.max_depth);
+        py::arg("default") = py::none(), py::arg("encoders") = py::none(),
+        py::arg("timezone_offset") = py::none(), py::arg("max_depth") = d.max_depth);
   m.def("dumps_into", &dumps_into, py::arg("buffer"), py::arg("obj"), py::kw_only(),
-        py::arg("amf3") = true, py::arg("default") = py::none(),
-        py::arg("max_depth") = d.max_depth);
+        py::arg("amf3") = true, py::arg("default") = py::none(), py::arg("encoders") = py::none(),
+        py::arg("timezone_offset") = py::none(), py::arg("max_depth") = d.max_depth);
   m.def("decode_packet", &decode_packet, py::arg("data"), py::kw_only(),
         py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,
         py::arg("max_references") = d.max_references,
         py::arg("max_string_bytes") = d.max_string_bytes);
   m.def("encode_packet", &encode_packet, py::arg("version"), py::arg("headers"), py::arg("bodies"),
-        py::kw_only(), py::arg("default") = py::none(), py::arg("max_depth") = d.max_depth);
+        py::kw_only(), py::arg("lengths") = "computed", py::arg("default") = py::none(),
+        py::arg("encoders") = py::none(), py::arg("timezone_offset") = py::none(),
+        py::arg("max_depth") = d.max_depth);
   m.def("register_class", &register_class, py::arg("cls"), py::arg("alias"), py::arg("sealed"),
         py::arg("dynamic"));
   m.def("unregister_class", &unregister_class, py::arg("alias"));
+  m.def("loads_all", &loads_all, py::arg("data"), py::kw_only(), py::arg("amf3") = true,
+        py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,
+        py::arg("max_references") = d.max_references,
+        py::arg("max_string_bytes") = d.max_string_bytes);
+  m.def("dumps_all", &dumps_all, py::arg("values"), py::kw_only(), py::arg("amf3") = true,
+        py::arg("default") = py::none(), py::arg("encoders") = py::none(),
+        py::arg("timezone_offset") = py::none(), py::arg("max_depth") = d.max_depth);
 }

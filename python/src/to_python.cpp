@@ -327,6 +327,11 @@ class converter {
       py::object list = remember(
           &e, alias == amf::array_collection_alias ? st_.array_collection() : st_.array_list());
       py::object items = convert(e.payload);
+      // Some writers wrap the array in an object of one member, source (Py3AMF reads it so).
+      if (PyDict_Check(items.ptr())) {
+        PyObject* source = PyDict_GetItemString(items.ptr(), "source");  // borrowed
+        if (source != nullptr) items = py::reinterpret_borrow<py::object>(source);
+      }
       if (!PyList_Check(items.ptr()))
         raise_decode_error(std::string(alias) + " around something other than an array",
                            "bad_external", -1);

@@ -332,3 +332,19 @@ def test_default_handles_cycles_through_the_stand_in():
     data = amfgate.dumps(Node(), default=lambda n: amfgate.TypedObject("Node", next=n.next))
     back = amfgate.loads(data)
     assert back["next"] is back
+
+
+def test_encoders_by_exact_type_and_a_timezone_offset():
+    class Point(dict):
+        pass
+
+    encoders = {Point: lambda p: amfgate.TypedObject("Point", p), set: sorted}
+    data = amfgate.dumps([Point(x=1), {2, 1}, {"plain": Point()}], encoders=encoders)
+    assert amfgate.loads(data) == [amfgate.TypedObject("Point", x=1), [1, 2],
+                                   {"plain": amfgate.TypedObject("Point")}]
+    assert amfgate.loads(amfgate.dumps(Point(x=1))) == {"x": 1}  # without them, a dict
+    local = datetime.datetime(2020, 1, 1, 12)
+    shifted = amfgate.dumps(local, timezone_offset=datetime.timedelta(hours=2))
+    assert amfgate.loads(shifted) == datetime.datetime(2020, 1, 1, 10, tzinfo=UTC)
+    with pytest.raises(TypeError, match="encoders is a dict"):
+        amfgate.dumps(1, encoders=[])
