@@ -112,19 +112,30 @@ JSON
   rm -rf "$work"
   return "$status"
 }
+# The Python module's benchmarks, once through each case (each checks its result): the codec
+# against Py3AMF pure and with its Cython extension, and a Py3AMF WSGI gateway under gunicorn
+# with and without the drop-in.
+python_smoke() {
+  tests/bench/python/build_cpyamf.sh "$shared" build/bench/cpyamf &&
+    PYTHONPATH=build/bench/python:build/bench/cpyamf /usr/bin/python3 tests/bench/python/bench.py \
+      "$shared" --quick &&
+    tests/bench/python/gateway.sh build/bench/python:build/bench/cpyamf 1 1
+}
 # The Release tree is built whole, tests included, as a user or packager would build it: a
 # warning that only -O2 shows (g++ 12's -Wmaybe-uninitialized) fails here.
 bench_smoke() {
   mkdir -p build/bench
   if ! { cmake -S . -B build/bench -DAMFGATE_SHARED_DIR="$shared" -DCMAKE_BUILD_TYPE=Release \
-    -DAMFGATE_TESTS=ON && cmake --build build/bench -j"$jobs"; } >build/bench/build.log 2>&1; then
+    -DAMFGATE_TESTS=ON -DAMFGATE_PYTHON=ON && cmake --build build/bench -j"$jobs"; } \
+    >build/bench/build.log 2>&1; then
     tail -50 build/bench/build.log
     return 1
   fi
   build/bench/tests/bench/amf_bench --benchmark_min_time=0.01 | tee build/bench.log &&
     ! grep -q "ERROR OCCURRED" build/bench.log &&
     build/bench/tests/bench/alloc_count 2000 &&
-    push_smoke
+    push_smoke &&
+    python_smoke
 }
 step "the Release tree with its tests, and a benchmark smoke run" bench_smoke
 
