@@ -78,4 +78,15 @@ set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "amfgate (= ${PROJECT_VERSION}), cmake (>= 3.25), g++ (>= 4:12)")
 set(CPACK_COMPONENT_DEV_DESCRIPTION
     "amfgate headers, static libraries and CMake package: build a daemon of your own services")
+# python3-amfgate: the Python module (AMFGATE_PYTHON), built for Debian's python3 3.11.
+if(AMFGATE_PYTHON)
+  list(APPEND CPACK_COMPONENTS_ALL python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_NAME python3-amfgate)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SECTION python)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SHLIBDEPS ON)
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_DEPENDS "python3 (>= 3.11~), python3 (<< 3.12)")
+  set(CPACK_DEBIAN_PYTHON_PACKAGE_SUGGESTS "python3-defusedxml")
+  set(CPACK_COMPONENT_PYTHON_DESCRIPTION
+      "amfgate's AMF0/AMF3 codec for Python: loads/dumps, remoting packets, Py3AMF drop-in")
+endif()
 include(CPack)

@@ -62,6 +62,23 @@ release() {
   scripts/build-release.sh && tests/deploy/check-packaging.sh build/release
 }
 step "release build, .deb and packaging checks" release
+# The Python module as pip installs it with Debian's setuptools (no PyPI): into a venv that
+# sees the system's packages, imported from there.
+pip_install() {
+  local venv status
+  venv=$(mktemp -d)
+  /usr/bin/python3 -m venv --system-site-packages "$venv" &&
+    "$venv/bin/pip" install --quiet --no-build-isolation --no-index . &&
+    (cd "$venv" && "$venv/bin/python" -c "
+import amfgate
+assert amfgate.__file__.startswith('$venv'), amfgate.__file__
+assert amfgate.loads(amfgate.dumps({'a': [1, 'two']})) == {'a': [1, 'two']}
+print('pip installed amfgate', amfgate.__file__)")
+  status=$?
+  rm -rf "$venv"
+  return $status
+}
+step "pip install of the Python module" pip_install
 # The examples, copied out of the checkout and built against the release tree installed to a
 # temporary prefix (`cmake --install --component dev`, what amfgate-dev holds): the contacts
 # daemon with its own test and the service console on it in Chromium, and the codec alone

@@ -9,7 +9,9 @@
 #  3. the .deb that scripts/build-release.sh made holds the binary, the config and the unit,
 #     and its binary and config work once unpacked;
 #  4. amfgate-dev holds the headers, static libraries and CMake package, depends on the -dev
-#     packages that the package finds, and has the version of amfgate.
+#     packages that the package finds, and has the version of amfgate;
+#  5. python3-amfgate holds the module where Debian's python3 finds it, and it imports and
+#     round-trips a value once unpacked.
 #   check-packaging.sh [BUILD_DIR]   (default build/release)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -95,5 +97,27 @@ if [ -f "$dev" ]; then
   done
   check "both packages have one version" \
     test "$(dpkg-deb -f "$deb" Version)" = "$(dpkg-deb -f "$dev" Version)"
+fi
+
+# 5. The python3-amfgate package.
+py=$(ls "$build"/python3-amfgate_*.deb 2>/dev/null | head -1)
+check "the python3-amfgate .deb was built" test -f "$py"
+if [ -f "$py" ]; then
+  contents=$(dpkg-deb -c "$py")
+  dist=./usr/lib/python3/dist-packages/amfgate
+  for f in "$dist/__init__.py" "$dist/_types.py" "$dist/py3amf.py"; do
+    check "python3-amfgate .deb holds $f" grep -q " $f\$" <<<"$contents"
+  done
+  check "python3-amfgate .deb holds the extension" grep -q " $dist/_amfgate\..*\.so\$" <<<"$contents"
+  check "python3-amfgate .deb depends on python3 3.11" \
+    bash -c "dpkg-deb -f '$py' Depends | grep -q 'python3 (>= 3.11~)'"
+  check "python3-amfgate has amfgate's version" \
+    test "$(dpkg-deb -f "$deb" Version)" = "$(dpkg-deb -f "$py" Version)"
+  unpacked=$(mktemp -d)
+  dpkg-deb -x "$py" "$unpacked"
+  check "the packaged module imports and round-trips a value" \
+    env PYTHONPATH="$unpacked/usr/lib/python3/dist-packages" /usr/bin/python3 -c \
+    "import amfgate; assert amfgate.loads(amfgate.dumps({'a': [1.5]})) == {'a': [1.5]}"
+  rm -rf "$unpacked"
 fi
 exit $failed
