@@ -77,9 +77,7 @@ amf::value from_python::scalar_or_node(py::handle obj) {
   if (PyFloat_Check(o)) return amf::value::number(PyFloat_AsDouble(o));
   if (PyUnicode_Check(o) && !is_instance(obj, st.xml) && !is_instance(obj, st.xml_document))
     return amf::value::string(text(obj));
-  if (path_.size() >= opt_.max_depth)
-    fail(PyExc_ValueError,
-         "nesting deeper than max_depth (" + std::to_string(opt_.max_depth) + ")");
+  if (path_.size() >= opt_.max_depth) too_deep();
   return node_of(obj);
 }
 
@@ -341,7 +339,10 @@ amf::value from_python::sequence(py::handle obj) {
   const bool list = PyList_Check(o);
   auto size = [&] { return list ? PyList_GET_SIZE(o) : PyTuple_GET_SIZE(o); };
   amf::array_node* a = doc_.array(static_cast<std::size_t>(size()));
-  amf::value v = remember(o, amf::value::of(a));
+  const amf::value v = amf::value::of(a);
+  // A tuple is not remembered (but as a stand-in): Python shares equal tuples (every () is one
+  // object), which would come back as one shared list. It can hold itself only through a list.
+  if (list || o == standing_in_) remember(o, v);
   for (Py_ssize_t i = 0; i < size(); ++i) {  // a list can change while its items convert
     py::handle item = hold(list ? PyList_GET_ITEM(o, i) : PyTuple_GET_ITEM(o, i));
     path_.push_back({static_cast<std::size_t>(i), {}});

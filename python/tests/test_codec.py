@@ -118,6 +118,17 @@ def test_sharing_and_cycles_survive():
     assert amfgate.dumps(value).count(b"\x03n") == 1  # the shared object went once
 
 
+def test_shared_tuples_do_not_come_back_as_one_list():
+    empty, pair = (), (1, 2)
+    back = amfgate.loads(amfgate.dumps([empty, empty, pair, pair]))
+    assert back == [[], [], [1, 2], [1, 2]]
+    assert back[0] is not back[1] and back[2] is not back[3]
+    looped = [1]
+    looped.append((looped,))  # a tuple in a cycle, through a list
+    back = amfgate.loads(amfgate.dumps(looped))
+    assert back[1][0] is back
+
+
 def test_errors_name_the_reason_and_offset():
     with pytest.raises(amfgate.DecodeError) as e:
         amfgate.loads(b"\x09\x05\x01\x04\x01\x04")
