@@ -24,9 +24,9 @@ packet = amfgate.Packet([], [amfgate.Body("echo", "/1", [rows])], version=3)
 open(sys.argv[1], "wb").write(amfgate.encode_packet(packet))
 PY
 ticks=$(getconf CLK_TCK)
-cpu() {  # the CPU ticks of gunicorn's master and workers
+cpu() {  # cpu PID: the CPU ticks of gunicorn's master and its workers
   local total=0 p
-  for p in $(pgrep -f "gunicorn.*$port" || true); do
+  for p in "$1" $(cat "/proc/$1/task/$1/children"); do
     total=$((total + $(awk '{print $14 + $15}' "/proc/$p/stat")))
   done
   echo "$total"
@@ -37,20 +37,22 @@ run() {  # run DROP_IN: prints "rps cpu_us_per_request"
   local pid=$!
   for _ in $(seq 100); do (: >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
   # The reply must echo the request: one check before measuring.
-  curl -sf --data-binary @"$work/echo.amf" -H 'Content-Type: application/x-amf' \
-    "http://127.0.0.1:$port/" -o "$work/reply.amf"
   PYTHONPATH=$pythonpath /usr/bin/python3 -c "
-import amfgate, sys
-reply = amfgate.decode_packet(open('$work/reply.amf', 'rb').read())
-sent = amfgate.decode_packet(open('$work/echo.amf', 'rb').read())
+import urllib.request
+import amfgate
+sent = open('$work/echo.amf', 'rb').read()
+request = urllib.request.Request('http://127.0.0.1:$port/', data=sent,
+                                 headers={'Content-Type': 'application/x-amf'})
+reply = amfgate.decode_packet(urllib.request.urlopen(request).read())
+sent = amfgate.decode_packet(sent)
 assert reply.bodies[0].target == '/1/onResult', reply.bodies[0].target
 assert reply.bodies[0].value == sent.bodies[0].value[0], 'the echo differs'
 "
   local before after out
-  before=$(cpu)
+  before=$(cpu "$pid")
   out=$(AMF_BODY="$work/echo.amf" wrk -t1 -c4 -d"${seconds}s" -s tests/bench/load/post.lua \
     "http://127.0.0.1:$port/" | grep RESULT)
-  after=$(cpu)
+  after=$(cpu "$pid")
   kill "$pid"
   wait "$pid" 2>/dev/null || true
   local requests errors
