@@ -277,9 +277,9 @@ def _default_for(amf3, strict=False, timezone_offset=None):
         if pyamf.xml.is_xml(obj):  # E4X in AMF3, an XMLDocument in AMF0, as Py3AMF writes
             text = pyamf.xml.tostring(obj).decode("utf-8")
             return amfgate.XML(text) if amf3 else amfgate.XMLDocument(text)
-        if isinstance(obj, pyamf.util.BufferedByteStream):  # ByteArray: not bytes, a string
-            return bytearray(obj.getvalue())
-        if isinstance(obj, (set, frozenset)):
+        if isinstance(obj, pyamf.util.BufferedByteStream):  # a ByteArray goes as one: as a
+            return bytearray(obj.getvalue())                 # bytearray (bytes go as strings)
+        if isinstance(obj, (set, frozenset)):  # subclasses; _ENCODERS has the types
             return list(obj)
         if isinstance(obj, bytes):  # a bytes subclass
             return _text(obj)

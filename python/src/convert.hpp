@@ -26,8 +26,8 @@ namespace py = pybind11;
 /// The Python types of amfgate/_types.py, and the classes registered for typed objects.
 /// One per interpreter, kept for its life (never destroyed: Python may be gone by then).
 struct state {
-  py::object undefined, undefined_type, xml, xml_document, typed_object, mixed_array, dictionary,
-      array_collection, array_list, object_proxy, decode_error, array_array;
+  py::object undefined, xml, xml_document, typed_object, mixed_array, dictionary, array_collection,
+      array_list, object_proxy, decode_error, array_array;
 
   struct registered {
     py::object cls;

@@ -17,7 +17,6 @@ state& state::get() {
     auto* st = new state;  // never destroyed: it holds Python objects past the interpreter
     py::module_ types = py::module_::import("amfgate._types");
     st->undefined = types.attr("undefined");
-    st->undefined_type = types.attr("Undefined");
     st->xml = types.attr("XML");
     st->xml_document = types.attr("XMLDocument");
     st->typed_object = types.attr("TypedObject");
