@@ -8,7 +8,8 @@ build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspd
   libcrypt-dev libssl-dev libhiredis-dev dpkg-dev file pybind11-dev python3-dev)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev
   redis-server nginx libsqlite3-dev chromium openjdk-17-jdk-headless python3-flask gunicorn
-  liburing-dev python3-pytest python3-hypothesis python3-defusedxml cython3 python3-venv)
+  liburing-dev python3-pytest python3-hypothesis python3-defusedxml cython3 python3-venv
+  python3-wheel)
 
 case "${1:-test}" in
   runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libssl3 libhiredis0.14) ;;
