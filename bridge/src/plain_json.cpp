@@ -6,32 +6,11 @@
 #include <vector>
 
 #include "amf/base64.hpp"
+#include "amf/civil_date.hpp"
 
 namespace amfgate::bridge {
 
 namespace {
-
-// Howard Hinnant's days_from_civil and civil_from_days (public domain).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-void civil_from_days(std::int64_t z, std::int64_t& y, unsigned& m, unsigned& d) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  d = doy - (153 * mp + 2) / 5 + 1;
-  m = mp < 10 ? mp + 3 : mp - 9;
-  y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
-}
 
 // A refusal at `path` (the keys and indices from the root): "/a/1: why".
 [[noreturn]] void fail_at(const std::vector<std::string>& path, const std::string& why) {
@@ -306,7 +285,7 @@ std::string iso8601(double millis) {
   }
   std::int64_t y;
   unsigned m, d;
-  civil_from_days(days, y, m, d);
+  amf::civil_from_days(days, y, m, d);
   char buf[48];
   std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", static_cast<long long>(y),
                 m, d, static_cast<int>(rest / 3'600'000), static_cast<int>(rest / 60'000 % 60),
@@ -353,7 +332,8 @@ std::optional<double> parse_iso8601(std::string_view s) {
       return std::nullopt;
     }
   }
-  const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  const std::int64_t days =
+      amf::days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
   return static_cast<double>(days * 86'400'000 + h * 3'600'000LL + mi * 60'000LL + sec * 1000LL -
                              offset_min * 60'000LL) +
          fraction;

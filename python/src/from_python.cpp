@@ -1,4 +1,5 @@
 // Python objects to AMF values (see convert.hpp).
+#include <amf/civil_date.hpp>
 #include <amf/externalizable.hpp>
 #include <climits>
 #include <cstdint>
@@ -11,16 +12,6 @@
 namespace amfgate::python {
 
 namespace {
-
-// Civil date -> days since 1970-01-01 (Howard Hinnant's algorithm).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
 
 // What an AMF3-only value holds is written in AMF3, in an AMF0 encoding too (behind the
 // switch): converted as AMF3 while it lasts.
@@ -483,9 +474,9 @@ amf::value from_python::typed(py::handle obj, const state::registered& r) {
 
 amf::value from_python::date(py::handle obj) {
   PyObject* o = obj.ptr();
-  double ms = static_cast<double>(days_from_civil(PyDateTime_GET_YEAR(o),
-                                                  static_cast<unsigned>(PyDateTime_GET_MONTH(o)),
-                                                  static_cast<unsigned>(PyDateTime_GET_DAY(o)))) *
+  double ms = static_cast<double>(amf::days_from_civil(
+                  PyDateTime_GET_YEAR(o), static_cast<unsigned>(PyDateTime_GET_MONTH(o)),
+                  static_cast<unsigned>(PyDateTime_GET_DAY(o)))) *
               86400000.0;
   if (PyDateTime_Check(o)) {
     ms += PyDateTime_DATE_GET_HOUR(o) * 3600000.0 + PyDateTime_DATE_GET_MINUTE(o) * 60000.0 +

@@ -1,4 +1,5 @@
 // AMF values to Python objects (see convert.hpp).
+#include <amf/civil_date.hpp>
 #include <amf/externalizable.hpp>
 #include <amf/flex.hpp>
 #include <array>
@@ -39,19 +40,6 @@ PyObject* empty_args() {
 py::object steal(PyObject* o) {
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::object>(o);
-}
-
-// Days since 1970-01-01 -> civil date (Howard Hinnant's algorithm).
-void civil_from_days(std::int64_t z, int& y, int& m, int& d) {
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  d = static_cast<int>(doy - (153 * mp + 2) / 5 + 1);
-  m = static_cast<int>(mp < 10 ? mp + 3 : mp - 9);
-  y = static_cast<int>(static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2));
 }
 
 // A canonical non-negative decimal ("0", "17"; not "01" or "-1"): an array index by name, as an
@@ -175,15 +163,17 @@ class converter {
       micros -= 1000000;
       ++secs;
     }
-    int y = 0, m = 0, d = 0;
-    civil_from_days(days, y, m, d);
+    std::int64_t y = 0;
+    unsigned m = 0, d = 0;
+    amf::civil_from_days(days, y, m, d);
     if (secs >= 86400) {
       // Only at 9999-12-31T23:59:59.999999...: keep to the last representable instant.
       secs = 86399;
       micros = 999999;
     }
     return steal(PyDateTimeAPI->DateTime_FromDateAndTime(
-        y, m, d, static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60),
+        static_cast<int>(y), static_cast<int>(m), static_cast<int>(d),
+        static_cast<int>(secs / 3600), static_cast<int>(secs / 60 % 60),
         static_cast<int>(secs % 60), static_cast<int>(micros), PyDateTime_TimeZone_UTC,
         PyDateTimeAPI->DateTimeType));
   }
