@@ -534,6 +534,10 @@ void describe(V& v, destination_settings& d) {
     t.integer("max_client_frequency", d.throttle_inbound.max_client_frequency, 0, 1'000'000);
     t.one_of("policy", d.throttle_inbound.policy, {"error", "ignore"});
   });
+  v.group("throttle_outbound", [&](auto& t) {
+    t.integer("max_client_frequency", d.throttle_outbound.max_client_frequency, 0, 1'000'000);
+    t.one_of("policy", d.throttle_outbound.policy, {"buffer", "conflate", "ignore"});
+  });
   v.expect(!d.subtopic_separator.empty() && d.subtopic_separator.find('*') == std::string::npos,
            "subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
 }

@@ -6,9 +6,12 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/container/small_vector.hpp>
+#include <charconv>
+#include <cmath>
 #include <deque>
 #include <set>
 #include <span>
+#include <unordered_map>
 
 #include "amf/decode.hpp"
 #include "amf/encode.hpp"
@@ -62,14 +65,49 @@ selector parse_selector(std::string_view text) {
   }
 }
 
+fault bad_frequency(std::string_view what) {
+  return fault("Server.Processing", "maxFrequency " + std::string(what) +
+                                        " refused: a Consumer may ask for 1 to " +
+                                        std::to_string(broker::max_consumer_frequency) +
+                                        " messages a second (or leave it out for no bound)");
+}
+
+// `as_given`: how the fault names the value.
+std::uint32_t frequency(double v, std::string_view as_given) {
+  if (!(v >= 1 && v <= broker::max_consumer_frequency) || v != static_cast<std::uint32_t>(v)) {
+    throw bad_frequency(as_given);
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
+// The smaller bound of two, where 0 is none.
+std::uint32_t tighter(std::uint32_t a, std::uint32_t b) {
+  return a == 0 ? b : b == 0 ? a : std::min(a, b);
+}
+
 // A MULTI_SUBSCRIBE entry: "subtopic_;_selector[_;_maxFrequency]"; nullopt without "_;_"
 // (BlazeDS ignores those).
-std::optional<std::pair<std::string_view, std::string_view>> entry(std::string_view e) {
+struct multi_entry {
+  std::string_view subtopic, selector;
+  std::uint32_t max_frequency = 0;
+};
+std::optional<multi_entry> entry(std::string_view e) {
   static constexpr std::string_view sep = "_;_";
   const auto first = e.find(sep);
   if (first == std::string_view::npos) return std::nullopt;
-  std::string_view rest = e.substr(first + sep.size());
-  return std::pair{e.substr(0, first), rest.substr(0, rest.find(sep))};
+  const std::string_view rest = e.substr(first + sep.size());
+  const auto second = rest.find(sep);
+  multi_entry out{e.substr(0, first), rest.substr(0, second)};
+  if (second == std::string_view::npos) return out;
+  const std::string_view f = rest.substr(second + sep.size());
+  if (f.empty()) return out;
+  std::uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), n);
+  if (ec != std::errc() || end != f.data() + f.size() || n == 0) {
+    throw bad_frequency(quoted(f.substr(0, 32)));
+  }
+  out.max_frequency = frequency(n, quoted(f));
+  return out;
 }
 
 // The key a caller's FlexClients and subscriptions count against.
@@ -113,6 +151,10 @@ struct broker::destination {
   clock::time_point swept;  ///< when FlexClients idle for a second last left the map
   std::atomic<std::uint64_t> throttled{0};
 
+  // What Consumers receive, against throttle_outbound (under the broker's mutex).
+  enum class outbound { buffer, conflate, ignore } policy = outbound::buffer;
+  std::uint64_t passed = 0;
+
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
 
@@ -122,6 +164,10 @@ broker::broker(config::messaging_settings settings) : cfg_(std::move(settings)) 
     dest->name = name;
     dest->cfg = d;
     dest->inbound = {static_cast<double>(d.throttle_inbound.max_frequency), clock::now()};
+    const auto& policy = d.throttle_outbound.policy;
+    dest->policy = policy == "conflate" ? destination::outbound::conflate
+                   : policy == "ignore" ? destination::outbound::ignore
+                                        : destination::outbound::buffer;
     destinations_.emplace(name, std::move(dest));
   }
 }
@@ -438,6 +484,13 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
     return t->lost == 0 && t->cursor >= (t->dest == s.dest ? m->index : t->dest->next_index);
   });
   if (!caught_up) return false;
+  const bool bounded = rate_of(s) != 0;
+  if (selected && bounded && (refill(s, clock::now()), s.outbound.tokens < 1)) {
+    // Past its frequency: a poll reads it when it is due, or, under "ignore", passes it.
+    if (s.dest->policy != destination::outbound::ignore) return false;
+    ++s.dest->passed;
+    selected = false;
+  }
   if (!selected) {  // a poll would pass it
     s.cursor = m->index + 1;
     return true;
@@ -451,6 +504,7 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   w.queue.push_back({s.shared_id, m, s.reads});
   w.queue_bytes += m->bytes();
   s.cursor = m->index + 1;
+  if (bounded) s.outbound.tokens -= 1;
   ++s.dest->delivered;
   return true;
 }
@@ -560,21 +614,57 @@ void broker::sweep() {
   }
 }
 
+std::uint32_t broker::consumer_frequency(const amf::value& header) {
+  switch (header.kind()) {
+    case amf::type::undefined:
+    case amf::type::null:
+      return 0;
+    case amf::type::integer:
+    case amf::type::number: {
+      const double v = header.to_double();
+      char text[32];
+      const auto [end, ec] = std::to_chars(text, text + sizeof text, v);
+      return frequency(v, std::string_view(text, ec == std::errc() ? end - text : 0));
+    }
+    default:
+      throw bad_frequency("(not a number)");
+  }
+}
+
+void broker::set_frequency(subscription& s, std::uint32_t max_frequency) {
+  if (s.asked == max_frequency && s.outbound.last != clock::time_point()) return;  // a repeat
+  s.asked = max_frequency;
+  s.outbound = {static_cast<double>(rate_of(s)), clock::now()};  // a second's worth to start
+}
+
+std::uint32_t broker::rate_of(const subscription& s) {
+  return tighter(s.asked, s.dest->cfg.throttle_outbound.max_client_frequency);
+}
+
+std::uint32_t broker::refill(subscription& s, clock::time_point now) {
+  const std::uint32_t rate = rate_of(s);
+  has_room(s.outbound, rate, now);
+  return rate;
+}
+
 void broker::subscribe(std::string_view client_id, std::string_view subscription_id,
                        std::string_view destination_name, std::string_view subtopic,
-                       std::string_view selector_text, const principal* user, const caller& who) {
+                       std::string_view selector_text, std::uint32_t max_frequency,
+                       const principal* user, const caller& who) {
   destination& d = find(destination_name);
   check(d.cfg.subscribe, user, "subscribe to", d.name);
   if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, false);
   parse_selector(selector_text);
   const std::lock_guard lock(mutex_);
   sweep();
-  add_filter(client_id, subscription_id, d, subtopic, selector_text, who);
+  set_frequency(add_filter(client_id, subscription_id, d, subtopic, selector_text, who),
+                max_frequency);
 }
 
-void broker::add_filter(std::string_view client_id, std::string_view subscription_id,
-                        destination& d, std::string_view subtopic, std::string_view selector_text,
-                        const caller& who) {
+broker::subscription& broker::add_filter(std::string_view client_id,
+                                         std::string_view subscription_id, destination& d,
+                                         std::string_view subtopic, std::string_view selector_text,
+                                         const caller& who) {
   check_id(subscription_id, cfg_.max_id_bytes, "clientId");
   client& c = claim(client_id, who);
   try {
@@ -605,7 +695,7 @@ void broker::add_filter(std::string_view client_id, std::string_view subscriptio
                                            " subscribes to destination " + quoted(s.dest->name));
     }
     for (const auto& f : s.filters) {
-      if (f.subtopic == subtopic && f.sel.text() == selector_text) return;  // a repeat
+      if (f.subtopic == subtopic && f.sel.text() == selector_text) return s;  // a repeat
     }
     if (s.filters.size() >= cfg_.max_filters_per_subscription) {
       throw fault("Server.Processing",
@@ -614,6 +704,7 @@ void broker::add_filter(std::string_view client_id, std::string_view subscriptio
                       ") subtopic and selector pairs");
     }
     s.filters.push_back({std::string(subtopic), selector(selector_text)});
+    return s;
   } catch (...) {
     forget_if_unused(client_id);  // a refused subscribe leaves nothing behind
     throw;
@@ -660,8 +751,8 @@ void broker::unsubscribe(std::string_view client_id, std::string_view subscripti
 void broker::multi_subscribe(std::string_view client_id, std::string_view subscription_id,
                              std::string_view destination_name,
                              std::span<const std::string_view> add,
-                             std::span<const std::string_view> remove, const principal* user,
-                             const caller& who) {
+                             std::span<const std::string_view> remove, std::uint32_t max_frequency,
+                             const principal* user, const caller& who) {
   destination& d = find(destination_name);
   // Bounded before anything is parsed or copied: each entry is read once.
   const std::size_t max = cfg_.max_filters_per_subscription;
@@ -670,24 +761,27 @@ void broker::multi_subscribe(std::string_view client_id, std::string_view subscr
                                          std::to_string(max) +
                                          " entries (messaging.max_filters_per_subscription)");
   }
-  std::vector<std::pair<std::string_view, std::string_view>> adding;
+  std::vector<multi_entry> adding;
   if (!add.empty()) check(d.cfg.subscribe, user, "subscribe to", d.name);
   for (const auto a : add) {
     auto e = entry(a);
     if (!e) continue;
-    if (e->first.size() > selector::max_length) {
+    if (e->subtopic.size() > selector::max_length) {
       throw fault("Server.Processing",
                   "a subtopic longer than " + std::to_string(selector::max_length) + " bytes");
     }
-    if (!e->first.empty()) check_subtopic(d.cfg, e->first, false);
-    parse_selector(e->second);
+    if (!e->subtopic.empty()) check_subtopic(d.cfg, e->subtopic, false);
+    parse_selector(e->selector);
     adding.push_back(*e);
+    max_frequency = tighter(max_frequency, e->max_frequency);
   }
   const std::lock_guard lock(mutex_);
   sweep();
-  for (const auto& [subtopic, sel] : adding) {
-    add_filter(client_id, subscription_id, d, subtopic, sel, who);
+  subscription* added = nullptr;
+  for (const auto& e : adding) {
+    added = &add_filter(client_id, subscription_id, d, e.subtopic, e.selector, who);
   }
+  if (added) set_frequency(*added, max_frequency);
   const auto it = subscriptions_.find(subscription_id);
   if (it == subscriptions_.end()) return;
   if (it->second.client != client_id) {
@@ -698,7 +792,7 @@ void broker::multi_subscribe(std::string_view client_id, std::string_view subscr
     const auto e = entry(r);
     if (!e) continue;
     std::erase_if(it->second.filters, [&](const filter& f) {
-      return f.subtopic == e->first && f.sel.text() == e->second;
+      return f.subtopic == e->subtopic && f.sel.text() == e->selector;
     });
   }
   if (it->second.filters.empty()) {
@@ -792,7 +886,7 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
     std::uint64_t from, end;  ///< where it started, and past what it examined
   };
   boost::container::small_vector<read_to, 4> read;  // a client has one or a few: no allocation
-  boost::container::small_vector<std::pair<subscription*, std::uint64_t>, 1> oversized;
+  std::vector<std::pair<subscription*, std::uint64_t>> oversized;  // (allocates only if used)
   for (subscription* const subscribed : read_from) {
     subscription& s = *subscribed;
     destination& d = *s.dest;
@@ -806,20 +900,7 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
       read.push_back({&s, s.cursor, s.cursor});
       continue;
     }
-    std::size_t taken = 0;
-    std::uint64_t end = s.cursor;
-    for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - first);
-         m != d.log.end() && taken < max; ++m) {
-      end = (*m)->index + 1;
-      if ((*m)->expires < now || !selects(s, **m)) continue;
-      if ((*m)->bytes() > max_bytes) {  // no reply may carry it: lost, once passed
-        oversized.push_back({&s, (*m)->index});
-        continue;
-      }
-      out.messages.push_back({s.id, *m});
-      ++taken;
-    }
-    read.push_back({&s, s.cursor, end});
+    read.push_back({&s, s.cursor, read_subscription(s, out, max_bytes, now, oversized)});
   }
   // In the order they were published; past the per-poll bound the rest waits, each
   // subscription's cursor stopping at its first message left out.
@@ -849,6 +930,7 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
         out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
     if (delivered != 0) {
       out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered, r.s->reads});
+      if (rate_of(*r.s) != 0) r.s->outbound.tokens -= static_cast<double>(delivered);
     }
   }
   out.messages.erase(kept, out.messages.end());
@@ -858,6 +940,50 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
   for (const auto& m : out.messages)
     ++destinations_.find(m.message->destination)->second->delivered;
   return out;
+}
+
+std::uint64_t broker::read_subscription(
+    subscription& s, batch& out, std::size_t max_bytes, clock::time_point now,
+    std::vector<std::pair<subscription*, std::uint64_t>>& oversized) {
+  destination& d = *s.dest;
+  const std::size_t max = cfg_.max_messages_per_poll;
+  // Past its frequency the rest waits (or is passed); without one, past the per-poll bound.
+  const std::uint32_t rate = refill(s, now);
+  const std::size_t may = rate == 0 ? max : static_cast<std::size_t>(s.outbound.tokens);
+  const auto from = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - d.first_index());
+  // Under "conflate", the newest message of each subtopic of those that wait: the others
+  // are passed. (Allocates only then; bounded by the destination's retention.)
+  std::unordered_map<std::string_view, std::uint64_t> newest;
+  if (d.policy == destination::outbound::conflate) {
+    for (auto m = from; m != d.log.end(); ++m) {
+      if ((*m)->expires >= now && selects(s, **m)) newest[(*m)->subtopic] = (*m)->index;
+    }
+  }
+  std::size_t taken = 0;
+  std::uint64_t end = s.cursor;  // past what it examined
+  for (auto m = from; m != d.log.end() && taken < max; ++m) {
+    const stored& message = **m;
+    if (message.expires >= now && selects(s, message)) {
+      if (!newest.empty() && newest.find(message.subtopic)->second != message.index) {
+        ++d.passed;  // a newer one of its subtopic waits
+      } else if (taken >= may && d.policy != destination::outbound::ignore) {
+        // Held back until its next token: (tokens - taken) is what is left of one.
+        const double wait = (1 - (s.outbound.tokens - static_cast<double>(taken))) / rate;
+        out.due = std::min(out.due, now + std::chrono::duration_cast<clock::duration>(
+                                              std::chrono::duration<double>(wait)));
+        break;
+      } else if (taken >= may) {
+        ++d.passed;
+      } else if (message.bytes() > max_bytes) {  // no reply may carry it: lost, once passed
+        oversized.emplace_back(&s, message.index);
+      } else {
+        out.messages.push_back({s.id, *m});
+        ++taken;
+      }
+    }
+    end = message.index + 1;
+  }
+  return end;
 }
 
 boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client_id,
@@ -958,6 +1084,7 @@ void broker::adopt(std::string_view client_id, const std::vector<shared_subscrip
     subscription& s = it->second;
     if (s.client != client_id || s.dest->name != shared.destination) continue;
     s.cursor = shared.cursor;
+    set_frequency(s, shared.max_frequency);
     const bool same = std::equal(s.filters.begin(), s.filters.end(), shared.filters.begin(),
                                  shared.filters.end(), [](const filter& f, const auto& g) {
                                    return f.subtopic == g.first && f.sel.text() == g.second;
@@ -987,6 +1114,7 @@ std::vector<broker::shared_subscription> broker::shared_state(std::string_view c
     o.destination = s.dest->name;
     o.owner = c->second.owner;
     o.cursor = s.cursor;
+    o.max_frequency = s.asked;
     for (const auto& f : s.filters) o.filters.emplace_back(f.subtopic, f.sel.text());
   }
   return out;
@@ -1247,7 +1375,7 @@ broker::stats broker::snapshot() const {
   out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
     out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->throttled,
-                                d->subscribers.size(), d->log.size(), d->bytes});
+                                d->passed, d->subscribers.size(), d->log.size(), d->bytes});
   }
   return out;
 }

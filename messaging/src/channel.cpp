@@ -95,10 +95,13 @@ net::awaitable<void> channel::subscription(const amf::flex::message& in,
   const std::string_view client = flex_client(in);
   co_await load_owned(client, cx.who);
   const std::string_view id = ack.client_id.as_string();  // the client's, or a new one
+  const auto max_frequency = [&] {
+    return broker::consumer_frequency(in.header("DSMaxFrequency"));
+  };
   switch (static_cast<op>(in.command)) {
     case op::subscribe:
       broker_.subscribe(client, id, in.destination, header_text(in, "DSSubtopic"),
-                        header_text(in, "DSSelector"), cx.user, cx.who);
+                        header_text(in, "DSSelector"), max_frequency(), cx.user, cx.who);
       break;
     case op::unsubscribe:
       broker_.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"),
@@ -106,7 +109,7 @@ net::awaitable<void> channel::subscription(const amf::flex::message& in,
       break;
     default:
       broker_.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
-                              header_strings(in, "DSRemSub"), cx.user, cx.who);
+                              header_strings(in, "DSRemSub"), max_frequency(), cx.user, cx.who);
   }
   co_await broker_.save(client);
 }
@@ -166,7 +169,8 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
       const auto until = started + settings.poll_wait;
       bool released = false;
       for (;;) {
-        const broker::wake why = co_await w->wait_until(until);
+        // (Or until what its frequency held back is due.)
+        const broker::wake why = co_await w->wait_until(std::min(until, b.due));
         if (why == broker::wake::replaced) {
           // Another poll of this client took over (or it disconnected): this reply is
           // ignored, and no poll is scheduled from it (DSNoOpPoll).

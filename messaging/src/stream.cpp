@@ -116,7 +116,8 @@ net::awaitable<std::string_view> stream::next() {
   for (;;) {
     if (read(out, doc)) co_await read_shared(out, doc);
     if (!out.empty()) co_return out;
-    const wake why = co_await waiter_->wait_until(std::chrono::steady_clock::now() + heartbeat_);
+    const auto beat = std::chrono::steady_clock::now() + heartbeat_;
+    const wake why = co_await waiter_->wait_until(std::min(beat, due_));
     switch (why) {
       case wake::drained: {  // the server closes: what is left, then DISCONNECT, no reconnect
         if (read(out, doc)) co_await read_shared(out, doc);
@@ -134,6 +135,11 @@ net::awaitable<std::string_view> stream::next() {
       case wake::message:
         continue;  // read again
       case wake::none:
+        if (due_ < beat) {  // what was held back by its frequency: a poll reads it now
+          due_ = std::chrono::steady_clock::time_point::max();
+          waiter_->poll_needed = true;
+          continue;
+        }
         co_return std::string_view("\0", 1);  // silence: a heartbeat
     }
   }
@@ -179,6 +185,7 @@ void stream::append_polled(std::string& out, amf::document& doc, const broker::b
     append_message(out, broker::message_for(doc, d));
   }
   last_.insert(last_.end(), b.cursors.begin(), b.cursors.end());
+  due_ = b.due;
 }
 
 }  // namespace amfgate::messaging

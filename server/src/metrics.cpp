@@ -137,6 +137,11 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
                   "Messages Producers sent past the destination's throttle_inbound: faulted "
                   "(policy error) or dropped (ignore).",
                   [](const destination& d) { return d.throttled; });
+  per_destination("amfgate_messaging_passed_total", "counter",
+                  "Messages a subscription passed without delivering them, by the "
+                  "destination's throttle_outbound: past its frequency (policy ignore), or "
+                  "superseded by a newer message of their subtopic (conflate).",
+                  [](const destination& d) { return d.passed; });
   per_destination("amfgate_messaging_retained_messages", "gauge", "Messages kept now.",
                   [](const destination& d) { return d.kept; });
   per_destination("amfgate_messaging_retained_bytes", "gauge", "Bytes of the messages kept now.",

@@ -201,6 +201,8 @@ net::awaitable<std::vector<broker::shared_subscription>> redis_messaging::load(s
       const auto j = nlohmann::json::parse(value);
       s.destination = j.at("destination").get<std::string>();
       s.owner = j.value("owner", std::string());
+      s.max_frequency =
+          std::min(j.value("max_frequency", std::uint32_t{0}), broker::max_consumer_frequency);
       for (const auto& p : j.at("filters")) {
         s.filters.emplace_back(p.at(0).get<std::string>(), p.at(1).get<std::string>());
       }
@@ -226,9 +228,11 @@ net::awaitable<void> redis_messaging::save(std::string client,
     nlohmann::json filters = nlohmann::json::array();
     for (const auto& [subtopic, selector] : s.filters) filters.push_back({subtopic, selector});
     args.push_back(s.id);
-    args.push_back(
-        nlohmann::json{{"destination", s.destination}, {"filters", filters}, {"owner", s.owner}}
-            .dump());
+    args.push_back(nlohmann::json{{"destination", s.destination},
+                                  {"filters", filters},
+                                  {"owner", s.owner},
+                                  {"max_frequency", s.max_frequency}}
+                       .dump());
     args.push_back(std::to_string(s.cursor));
   }
   co_await commands_.command(std::move(args));

@@ -137,7 +137,8 @@ TEST(Config, MessagingDestinations) {
   const gateway_config c = parse(R"({"messaging": {"poll_wait_ms": 20000, "destinations": {
       "chat": {"allow_subtopics": true, "send": {"roles": ["user"]}, "message_ttl_ms": 5000,
                "retention": {"max_messages": 50},
-               "throttle_inbound": {"max_client_frequency": 5, "policy": "ignore"}},
+               "throttle_inbound": {"max_client_frequency": 5, "policy": "ignore"},
+               "throttle_outbound": {"max_client_frequency": 20, "policy": "conflate"}},
       "ticks": {}}}})");
   EXPECT_EQ(c.messaging.poll_wait, milliseconds(20'000));
   const destination_settings& chat = c.messaging.destinations.at("chat");
@@ -152,6 +153,10 @@ TEST(Config, MessagingDestinations) {
   EXPECT_EQ(chat.throttle_inbound.max_frequency, 0u);  // no bound
   EXPECT_EQ(chat.throttle_inbound.max_client_frequency, 5u);
   EXPECT_EQ(chat.throttle_inbound.policy, "ignore");
+  EXPECT_EQ(chat.throttle_outbound.max_client_frequency, 20u);
+  EXPECT_EQ(chat.throttle_outbound.policy, "conflate");
+  EXPECT_EQ(c.messaging.destinations.at("ticks").throttle_outbound.max_client_frequency, 0u);
+  EXPECT_EQ(c.messaging.destinations.at("ticks").throttle_outbound.policy, "buffer");
   EXPECT_FALSE(c.messaging.destinations.at("ticks").allow_subtopics);
   EXPECT_EQ(c.messaging.destinations.at("ticks").throttle_inbound.policy, "error");
   // What parses prints back as it was read.
@@ -159,7 +164,8 @@ TEST(Config, MessagingDestinations) {
 
   EXPECT_EQ(errors_of(R"({"messaging": {"destinations": {"d": {"retention": {"max_messages": 0},
       "subtopic_separator": "", "subscribe": {"role": ["x"]},
-      "throttle_inbound": {"policy": "drop"}}}, "max_parked": -1}})"),
+      "throttle_inbound": {"policy": "drop"}, "throttle_outbound": {"policy": "error"}}},
+      "max_parked": -1}})"),
             (std::vector<std::string>{
                 "/messaging/max_parked: expected an integer from 0 to 10000000, got -1",
                 "/messaging/destinations/d/subscribe/role: unknown key (known here: "
@@ -168,6 +174,8 @@ TEST(Config, MessagingDestinations) {
                 "to 10000000, got 0",
                 "/messaging/destinations/d/throttle_inbound/policy: expected one of error, "
                 "ignore, got \"drop\"",
+                "/messaging/destinations/d/throttle_outbound/policy: expected one of buffer, "
+                "conflate, ignore, got \"error\"",
                 "/messaging/destinations/d/subtopic_separator: expected a separator (not empty, "
                 "no '*'), got \"\""}));
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -44,6 +45,28 @@ TEST(SharedMessaging, APollOrAStreamOnEitherInstanceGetsWhatTheOtherPublished) {
   ASSERT_EQ(polled.messages().size(), 1u) << polled.m.fault_string;
   EXPECT_EQ(body_of(polled.messages()[0]), "one");
   EXPECT_EQ(polled.messages()[0].client_id.as_string(), consumer.client_id);
+
+  // A Consumer's maxFrequency travels with its subscription: polled through the other
+  // instance, it still gets at most that many a second (that instance's bucket starts full).
+  flex_channel paced0(s.ports[0]);
+  paced0.connect();
+  flex_consumer paced(paced0, "ticks");
+  paced.max_frequency = 2;
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_FALSE(paced.subscribe().is_fault());
+  for (const char* text : {"a", "b", "c", "d", "e", "f"}) {
+    ASSERT_FALSE(producer1.send(text).is_fault());
+  }
+  flex_channel paced1(s.ports[1]);
+  paced1.dsid = paced0.dsid;
+  const flex_reply reply = paced1.poll();  // (its messages point into it)
+  const auto first = reply.messages();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_GE(first.size(), 1u);
+  EXPECT_LE(static_cast<double>(first.size()), 2 + 2 * seconds + 1);
+  EXPECT_EQ(body_of(first[0]), "a");
+  EXPECT_EQ(on1.poll().messages().size(), 6u);  // the first Consumer, without a bound: all
 
   // A stream through nginx (which must not buffer it) gets what either instance publishes.
   flex_stream stream(s.nginx_port, on0.dsid);

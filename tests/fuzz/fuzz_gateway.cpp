@@ -1,7 +1,8 @@
 // libFuzzer target: whole requests through the gateway, in process (no sockets): decode,
 // logins, sessions, access rules, echo and introspection, faults, encoding, and messaging
 // (subscribes with subtopics and selectors, MULTI_SUBSCRIBE lists, sends with any header,
-// timestamp and timeToLive: gateway_seeds/messaging-*.amf start there), and Ruffle's shapes
+// timestamp and timeToLive, maxFrequency: gateway_seeds/messaging-*.amf start there), and
+// Ruffle's shapes
 // (anonymous Flex messages in AMF0, ECMA argument lists, Credentials headers:
 // gateway_seeds/ruffle-*.amf). Every input is
 // answered 200 with a packet that decodes and answers each body, or 400 or 413 with a reason.
@@ -35,6 +36,10 @@ config::gateway_config settings() {
   cfg.messaging.destinations["news"].allow_subtopics = true;
   // Throttled at rates a fuzzing run passes: sends go through and are refused, by turns.
   cfg.messaging.destinations["news"].throttle_inbound = {1000, 100, "error"};
+  // What Consumers receive: the newest of each subtopic on "news"; on "paced", what a
+  // Consumer's maxFrequency holds back waits (gateway_seeds/messaging-frequency.amf).
+  cfg.messaging.destinations["news"].throttle_outbound = {0, "conflate"};
+  cfg.messaging.destinations["paced"].throttle_outbound = {1000, "buffer"};
   // Small bounds, so that inputs reach them.
   cfg.messaging.max_header_bytes = 4096;
   cfg.messaging.max_filters_per_subscription = 8;

@@ -5,6 +5,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <thread>
 
 #include "amf/flex.hpp"
 
@@ -53,7 +55,7 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   // Subscribe and unsubscribe rounds.
   for (int i = 0; i < 100; ++i) {
     const std::string client = amf::flex::new_uuid(), id = amf::flex::new_uuid();
-    m.subscribe(client, id, "news", "", "", nullptr, {});
+    m.subscribe(client, id, "news", "", "", 0, nullptr, {});
     m.unsubscribe(client, id, "", "", {});
   }
   auto s = m.snapshot();
@@ -61,7 +63,7 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   EXPECT_EQ(s.subscriptions, 0u);
   EXPECT_EQ(s.streams, 0u);
   // One that subscribes is kept, and its parked poll is counted until it returns.
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   auto w = m.park("client", {}, io.get_executor());
   ASSERT_TRUE(w);
   EXPECT_EQ(m.snapshot().parked, 1u);
@@ -74,10 +76,37 @@ TEST(MessagingState, NothingIsKeptForAFlexClientWithoutSubscriptionsOrConnection
   EXPECT_EQ(m.poll("client", "", {}).messages.size(), 1u);
 }
 
+// What a Consumer's maxFrequency holds back waits in the log, and the batch says when the
+// next is due: polls at those times read all of it, in order, none lost.
+TEST(MessagingState, AFrequencyHoldsTheRestBackUntilItIsDue) {
+  broker m(news_only());
+  const auto started = std::chrono::steady_clock::now();
+  // As the smaller of the header's and a MULTI_SUBSCRIBE entry's: 10.
+  const std::vector<std::string_view> add{"_;__;_10"};
+  m.multi_subscribe("client", "sub", "news", add, {}, 50, nullptr, {});
+  for (int i = 0; i < 25; ++i) m.publish("news", amf::value::number(i));
+  std::vector<std::uint64_t> got;  // the messages' indexes in the log
+  broker::batch b = m.poll("client", "", {});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_GE(b.messages.size(), 10u);
+  EXPECT_LE(static_cast<double>(b.messages.size()), 10 + 10 * seconds + 1);
+  for (;;) {
+    EXPECT_TRUE(b.lost.empty());
+    for (const auto& d : b.messages) got.push_back(d.message->index);
+    if (got.size() >= 25) break;
+    ASSERT_NE(b.due, std::chrono::steady_clock::time_point::max());  // held back: when
+    std::this_thread::sleep_until(b.due);
+    b = m.poll("client", "", {});
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], i);
+  EXPECT_EQ(m.poll("client", "", {}).due, std::chrono::steady_clock::time_point::max());
+}
+
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
   broker m(news_only());
   boost::asio::io_context io;
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
   auto w = m.park("client", {}, io.get_executor());  // nothing came: it waits
   ASSERT_TRUE(w);
@@ -102,7 +131,7 @@ TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
     io.run();
     io.restart();
   };
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   m.publish("news", amf::value::number(1));
   m.publish("news", amf::value::number(2));
   const auto first = m.poll("client", "", {});
@@ -124,7 +153,7 @@ TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
 TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
   broker m(news_only());
   amf::document doc;
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   for (int i = 0; i < 10; ++i) m.publish("news", doc.string(std::string(1000, 'a')));
   m.publish("news", doc.string(std::string(100'000, 'b')));
   const auto b = m.poll("client", "", {}, 5000);
@@ -145,8 +174,8 @@ TEST(MessagingState, MessagesLeftOutOfABatchWaitForTheNext) {
   amf::document doc;
   const std::string a = "subscription-" + std::string(40, 'a');
   const std::string b = "subscription-" + std::string(40, 'b');
-  m.subscribe("client", a, "news", "", "", nullptr, {});
-  m.subscribe("client", b, "news", "", "", nullptr, {});
+  m.subscribe("client", a, "news", "", "", 0, nullptr, {});
+  m.subscribe("client", b, "news", "", "", 0, nullptr, {});
   for (int i = 0; i < 6; ++i) m.publish("news", doc.string(std::string(1000, 'x')));
   std::size_t delivered = 0;
   for (int polls = 0; polls < 10; ++polls) {

@@ -47,7 +47,7 @@ std::vector<double> bodies(const std::vector<handed>& taken, const broker::batch
 // a stream that has read all there was.
 struct streaming {
   explicit streaming(const char* subtopic = "") {
-    m.subscribe("client", "sub", "news", subtopic, "", nullptr, {});
+    m.subscribe("client", "sub", "news", subtopic, "", 0, nullptr, {});
     w = m.open_stream("client", {}, io.get_executor());
     w->poll_needed = false;
   }
@@ -59,7 +59,7 @@ struct streaming {
 TEST(HandOver, AStreamThatHasReadAllGetsEachNewMessageWithoutAPoll) {
   broker m(two_destinations());
   boost::asio::io_context io;
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   m.publish("news", amf::value::number(1));  // no stream yet: it waits for a poll
   auto w = m.open_stream("client", {}, io.get_executor());
   m.publish("news", amf::value::number(2));  // behind by one: not handed over either
@@ -84,8 +84,8 @@ TEST(HandOver, AStreamThatHasReadAllGetsEachNewMessageWithoutAPoll) {
 TEST(HandOver, PastWhatAPollReadsAtOnceTheRestIsPolledInOrder) {
   broker m(two_destinations(3));
   boost::asio::io_context io;
-  m.subscribe("client", "a", "news", "", "", nullptr, {});
-  m.subscribe("client", "b", "sport", "", "", nullptr, {});
+  m.subscribe("client", "a", "news", "", "", 0, nullptr, {});
+  m.subscribe("client", "b", "sport", "", "", 0, nullptr, {});
   auto w = m.open_stream("client", {}, io.get_executor());
   w->poll_needed = false;
   for (int i = 1; i <= 8; ++i) m.publish(i % 2 ? "news" : "sport", amf::value::number(i));
@@ -122,7 +122,7 @@ TEST(HandOver, WhatAStreamDidNotTakeOrWriteIsReadAgainByTheNextPoll) {
 TEST(HandOver, AStreamPieceNotWrittenGoesBackWhole) {
   broker m(two_destinations(1));  // a hand-over at a time: the second message is polled
   boost::asio::io_context io;
-  m.subscribe("client", "sub", "news", "", "", nullptr, {});
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, {});
   stream frames(m, m.open_stream("client", {}, io.get_executor()), "stream", 0,
                 std::chrono::seconds(30), SIZE_MAX);
   std::string piece;
@@ -166,7 +166,7 @@ TEST(EncodedOnce, TheSplicedBytesAreWhatAPollEncodesForEachSubscriber) {
   // Strings that repeat, one of them a subscriber's id: the references after the clientId
   // must still point where they did.
   const std::string ids[] = {"sub-one", "a-much-longer-subscription-id-" + std::string(80, 'x')};
-  for (const auto& id : ids) m.subscribe("client-" + id, id, "news", "", "", nullptr, {});
+  for (const auto& id : ids) m.subscribe("client-" + id, id, "news", "", "", 0, nullptr, {});
   amf::document doc;
   amf::object_node* body = doc.object();
   body->dynamic.push_back({"who", doc.string(ids[0])});

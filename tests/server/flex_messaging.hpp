@@ -134,6 +134,9 @@ struct flex_consumer {
   flex_channel& channel;
   std::string destination, subtopic, selector;
   std::string client_id;  ///< from the subscribe ack; kept to resubscribe
+  /// Consumer.maxFrequency: sent as DSMaxFrequency with a subscribe (an AMF3 integer, as
+  /// the SDK's uint, when it is one).
+  std::optional<double> max_frequency;
 
   flex_reply command(amf::flex::operation op) {
     amf::document doc;
@@ -143,6 +146,13 @@ struct flex_consumer {
     if (!client_id.empty()) m.client_id = doc.string(client_id);
     if (!subtopic.empty()) amf::flex::set_header(doc, m, "DSSubtopic", doc.string(subtopic));
     if (!selector.empty()) amf::flex::set_header(doc, m, "DSSelector", doc.string(selector));
+    if (max_frequency && op == amf::flex::operation::subscribe) {
+      const double f = *max_frequency;
+      const bool integer = f >= 0 && f < (1 << 28) && f == static_cast<std::int32_t>(f);
+      amf::flex::set_header(
+          doc, m, "DSMaxFrequency",
+          integer ? amf::value::integer(static_cast<std::int32_t>(f)) : amf::value::number(f));
+    }
     return channel.exchange({amf::flex::make(doc, m)}).at(0);
   }
   /// AbstractConsumer.subscribe: adopts the ack's clientId.
@@ -278,6 +288,18 @@ class flex_stream {
   raw_socket socket_;
   std::string raw_, payload_, frame_;
 };
+
+/// A channel to the daemon on `port`, connected.
+inline flex_channel connected(std::uint16_t port) {
+  flex_channel c(port);
+  c.connect();
+  return c;
+}
+
+/// "code: string" of a fault; empty for an answer that is not one.
+inline std::string fault_text(const flex_reply& r) {
+  return r.is_fault() ? std::string(r.m.fault_code) + ": " + std::string(r.m.fault_string) : "";
+}
 
 /// The bodies (strings) of a poll reply's messages.
 inline std::vector<std::string> texts(const flex_reply& r) {

@@ -32,8 +32,6 @@ const std::string destinations = R"("destinations": {
     "secure": {"subscribe": {"authenticated": true}, "send": {"roles": ["admin"]}},
     "tiny": {"retention": {"max_messages": 3}},
     "brief": {"message_ttl_ms": 100},
-    "limited": {"throttle_inbound": {"max_frequency": 10}},
-    "quiet": {"throttle_inbound": {"max_client_frequency": 5, "policy": "ignore"}},
     "ticks": {}})";
 
 // One daemon for the cases that need no settings of their own: long-polling on.
@@ -53,12 +51,6 @@ class Messaging : public ::testing::Test {
   static std::unique_ptr<daemon> shared;
 };
 std::unique_ptr<daemon> Messaging::shared;
-
-flex_channel connected(std::uint16_t port) {
-  flex_channel c(port);
-  c.connect();
-  return c;
-}
 
 std::string fault_of(const flex_reply& r) {
   EXPECT_TRUE(r.is_fault());
@@ -290,69 +282,6 @@ TEST_F(Messaging, ARetentionBoundLosesTheOldestAndSaysHowMany) {
             std::string::npos);
   EXPECT_NE(metrics.find("amfgate_messaging_retained_messages{destination=\"tiny\"} 3"),
             std::string::npos);
-}
-
-// The series `name` of destination `dest` in the /metrics of `d`.
-double metric(const daemon& d, std::string_view name, std::string_view dest) {
-  return d.metric(std::string(name) + "{destination=\"" + std::string(dest) + "\"}");
-}
-
-// Messages a second past a token bucket of `rate` that starts full: at most this many in
-// `seconds`.
-double at_most(double rate, double seconds) {
-  return rate + rate * seconds + 1;
-}
-
-TEST_F(Messaging, AProducerFloodingADestinationPastItsFrequencyGetsFaults) {
-  flex_channel writer = connected(port());
-  flex_producer producer{writer, "limited"};
-  amf::document doc;
-  std::vector<amf::value> flood;
-  for (int i = 0; i < 200; ++i) flood.push_back(producer.async_message(doc, amf::value::number(i)));
-  const auto started = std::chrono::steady_clock::now();
-  const auto replies = writer.exchange(flood);  // 200 in one request: far past 10 a second
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_EQ(replies.size(), flood.size());
-  int accepted = 0, faulted = 0;
-  for (const auto& r : replies) {
-    if (!r.is_fault()) {
-      ++accepted;
-      continue;
-    }
-    ++faulted;
-    EXPECT_EQ(r.m.fault_code, "Server.Processing");
-    EXPECT_NE(r.m.fault_string.find("throttled: too many messages sent to destination"),
-              std::string_view::npos)
-        << r.m.fault_string;
-  }
-  EXPECT_GE(accepted, 10);  // the first second's worth
-  EXPECT_LE(accepted, at_most(10, seconds));
-  EXPECT_EQ(faulted, 200 - accepted);
-  EXPECT_EQ(metric(*shared, "amfgate_messaging_throttled_total", "limited"), faulted);
-  EXPECT_EQ(metric(*shared, "amfgate_messaging_published_total", "limited"), accepted);
-  EXPECT_EQ(shared->client().get("/healthz").status, 200);
-}
-
-TEST_F(Messaging, UnderIgnoreAFloodingProducerIsAcknowledgedAndDroppedAndOthersStillSend) {
-  flex_channel reader = connected(port()), flooder = connected(port()), other = connected(port());
-  flex_consumer consumer{reader, "quiet"};
-  ASSERT_FALSE(consumer.subscribe().is_fault());
-  flex_producer loud{flooder, "quiet"}, calm{other, "quiet"};
-  amf::document doc;
-  std::vector<amf::value> flood;
-  for (int i = 0; i < 50; ++i) flood.push_back(loud.async_message(doc, doc.string("loud")));
-  const auto started = std::chrono::steady_clock::now();
-  for (const auto& r : flooder.exchange(flood)) EXPECT_FALSE(r.is_fault());  // acknowledged
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_FALSE(calm.send("calm").is_fault());  // another FlexClient has its own bound
-  const auto got = texts(consumer.receive());
-  const auto loud_kept = std::count(got.begin(), got.end(), "loud");
-  EXPECT_GE(loud_kept, 5);
-  EXPECT_LE(loud_kept, at_most(5, seconds));
-  EXPECT_EQ(std::count(got.begin(), got.end(), "calm"), 1);
-  EXPECT_EQ(metric(*shared, "amfgate_messaging_throttled_total", "quiet"), 50 - loud_kept);
 }
 
 TEST_F(Messaging, ExpiredMessagesAreNotDelivered) {

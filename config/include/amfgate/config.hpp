@@ -176,6 +176,16 @@ struct destination_settings {
     std::uint32_t max_client_frequency = 0;
     std::string policy = "error";
   } throttle_inbound;
+  /// What Consumers receive (BlazeDS's throttle-outbound, LCDS's policies): at most
+  /// `max_client_frequency` messages a second to each subscription (0: no bound), and less
+  /// when the Consumer asks for less (its maxFrequency). Past it, `policy`: "buffer" keeps
+  /// the rest in the destination's log for the next second (past its retention they are
+  /// lost, and the Consumer is told); "conflate" delivers, of what waits, only the newest
+  /// message of each subtopic; "ignore" passes them.
+  struct outbound_throttle {
+    std::uint32_t max_client_frequency = 0;
+    std::string policy = "buffer";
+  } throttle_outbound;
 };
 
 /// Flex messaging (Producer/Consumer) over the gateway paths.

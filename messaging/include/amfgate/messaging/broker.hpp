@@ -115,6 +115,9 @@ class broker final : public services::publisher {
     /// that were larger than any reply may be, or whose reply was not written.
     std::map<std::string, std::uint64_t> lost;
     std::vector<moved> cursors;  ///< for `rewind`, if the reply is not written
+    /// When a subscription held back by its frequency (throttle_outbound, maxFrequency) may
+    /// take its next message: read again then. max(): nothing is held back.
+    std::chrono::steady_clock::time_point due = std::chrono::steady_clock::time_point::max();
   };
 
   /// Why a parked poll or a stream's wait came back: a message for it, another poll of its
@@ -160,6 +163,7 @@ class broker final : public services::publisher {
     std::string owner;  ///< the session its FlexClient is bound to; empty: none
     std::vector<std::pair<std::string, std::string>> filters;  ///< subtopic, selector
     std::uint64_t cursor = 0;
+    std::uint32_t max_frequency = 0;  ///< what the Consumer asked for; 0: nothing
   };
 
   struct destination_stats {
@@ -167,6 +171,9 @@ class broker final : public services::publisher {
     std::uint64_t published = 0, delivered = 0;
     std::uint64_t dropped = 0;    ///< by retention, unread
     std::uint64_t throttled = 0;  ///< sent past throttle_inbound: faulted or dropped
+    /// Passed by a subscription without being delivered: past its frequency (policy
+    /// "ignore"), or superseded by a newer message of its subtopic ("conflate").
+    std::uint64_t passed = 0;
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
   };
   struct stats {
@@ -201,20 +208,29 @@ class broker final : public services::publisher {
   // the FlexClient is bound to another session (`owner` says which), and Server.Processing
   // for an id longer than max_id_bytes or past the caller's quotas.
 
-  /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`.
+  /// The most messages a second a Consumer may ask for (DSMaxFrequency, and the third
+  /// field of a MULTI_SUBSCRIBE entry).
+  static constexpr std::uint32_t max_consumer_frequency = 1000;
+  /// A DSMaxFrequency header: 0 when it is absent (no bound). Throws Server.Processing for
+  /// anything but a whole number from 1 to max_consumer_frequency.
+  static std::uint32_t consumer_frequency(const amf::value& header);
+
+  /// SUBSCRIBE of `subscription` (the client's id, or a new one) by FlexClient `client`,
+  /// which asks for at most `max_frequency` messages a second (0: no bound).
   void subscribe(std::string_view client, std::string_view subscription,
                  std::string_view destination, std::string_view subtopic,
-                 std::string_view selector_text, const services::principal* user,
-                 const caller& who);
+                 std::string_view selector_text, std::uint32_t max_frequency,
+                 const services::principal* user, const caller& who);
   /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one.
   void unsubscribe(std::string_view client, std::string_view subscription,
                    std::string_view subtopic, std::string_view selector_text, const caller& who);
   /// MULTI_SUBSCRIBE: DSAddSub / DSRemSub entries "subtopic_;_selector[_;_maxFrequency]",
-  /// at most max_filters_per_subscription of each.
+  /// at most max_filters_per_subscription of each. The subscription's frequency is the
+  /// smallest of `max_frequency` and its entries' (as BlazeDS chose per entry).
   void multi_subscribe(std::string_view client, std::string_view subscription,
                        std::string_view destination, std::span<const std::string_view> add,
-                       std::span<const std::string_view> remove, const services::principal* user,
-                       const caller& who);
+                       std::span<const std::string_view> remove, std::uint32_t max_frequency,
+                       const services::principal* user, const caller& who);
   /// DISCONNECT by the client: as `end`, for its own caller only.
   void disconnect(std::string_view client, const caller& who);
   /// Every subscription of `client` goes, and a poll or stream it holds returns: its
@@ -310,6 +326,13 @@ class broker final : public services::publisher {
     std::uint64_t lost = 0;    ///< not delivered and not yet reported
     std::uint64_t reads = 0;   ///< polls that moved the cursor: a rewind checks none did since
     std::shared_ptr<const std::string> shared_id;  ///< `id`, as handed over with messages
+    std::uint32_t asked = 0;                       ///< the Consumer's maxFrequency (0: none)
+    /// What it may still take, against its frequency: a bucket of a second's messages (as
+    /// throttle_inbound's), refilled as time passes. `last` is zero until the first subscribe.
+    struct {
+      double tokens = 0;
+      std::chrono::steady_clock::time_point last;
+    } outbound;
   };
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
@@ -337,14 +360,29 @@ class broker final : public services::publisher {
   /// `append` under the mutex, then wakes the waiters it is for.
   void append_and_wake(destination& d, std::shared_ptr<stored> m);
   static bool selects(const subscription& s, const stored& m);
+  /// The messages a second `s` may take (0: no bound).
+  static std::uint32_t rate_of(const subscription& s);
+  /// `rate_of`, with its bucket refilled for the time since.
+  static std::uint32_t refill(subscription& s, std::chrono::steady_clock::time_point now);
+  /// `poll`'s read of one subscription, from its cursor: what it delivers goes in `out`;
+  /// past what examined. Holds back what is past its frequency (`out.due` says until when),
+  /// passes what its destination's policy passes.
+  std::uint64_t read_subscription(subscription& s, batch& out, std::size_t max_bytes,
+                                  std::chrono::steady_clock::time_point now,
+                                  std::vector<std::pair<subscription*, std::uint64_t>>& oversized);
   /// Under the mutex, as `m` is appended: true when it is dealt with for `s` without a poll
   /// (handed over to the stream of its FlexClient, or passed as not selected).
   bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected);
   /// `rewind` of the subscriptions of `client_id`, under the mutex: each cursor goes back,
   /// unless a poll read on since (`reads` counts them); then the next poll reports it lost.
   void rewind_locked(std::string_view client_id, const std::vector<moved>& cursors);
-  void add_filter(std::string_view client, std::string_view subscription, destination& d,
-                  std::string_view subtopic, std::string_view selector_text, const caller& who);
+  /// Adds the (subtopic, selector) pair to the subscription, made if it is new: the
+  /// subscription it is in.
+  subscription& add_filter(std::string_view client, std::string_view subscription, destination& d,
+                           std::string_view subtopic, std::string_view selector_text,
+                           const caller& who);
+  /// The Consumer asked for `max_frequency` (0: no bound) for `s`.
+  static void set_frequency(subscription& s, std::uint32_t max_frequency);
   /// `end`, under the mutex.
   void end_locked(std::string_view client);
   subscription& new_subscription(client& c, std::string_view client_id,

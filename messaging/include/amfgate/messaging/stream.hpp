@@ -54,6 +54,8 @@ class stream {
   std::vector<broker::waiter::handed> last_handed_;  ///< and what it carried handed over
   std::vector<broker::waiter::handed> taken_;        ///< (kept for its capacity)
   std::string out_;                                  ///< what `next` gave last
+  /// When what the last poll held back by frequency is due (throttle_outbound): read then.
+  std::chrono::steady_clock::time_point due_ = std::chrono::steady_clock::time_point::max();
   bool opened_ = false, done_ = false;
 };
 
