@@ -7,7 +7,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/container/small_vector.hpp>
 #include <charconv>
-#include <cmath>
 #include <deque>
 #include <set>
 #include <span>
@@ -103,7 +102,7 @@ std::optional<multi_entry> entry(std::string_view e) {
   if (f.empty()) return out;
   std::uint32_t n = 0;
   const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), n);
-  if (ec != std::errc() || end != f.data() + f.size() || n == 0) {
+  if (ec != std::errc() || end != f.data() + f.size()) {
     throw bad_frequency(quoted(f.substr(0, 32)));
   }
   out.max_frequency = frequency(n, quoted(f));
