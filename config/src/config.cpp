@@ -560,6 +560,7 @@ void describe(V& v, messaging_settings& m) {
   v.integer("max_header_bytes", m.max_header_bytes, 256, std::uint64_t{1} << 30);
   v.integer("max_id_bytes", m.max_id_bytes, 36, 4096);
   v.millis("client_idle_timeout_ms", m.client_idle_timeout);
+  v.millis("resume_window_ms", m.resume_window);
   v.maybe_one_of("store", m.store, {"memory", "redis"}, "as sessions.store");
   v.text("redis_key_prefix", m.redis_key_prefix);
   v.sections("destinations", m.destinations, "an object of \"name\": destination");

@@ -153,6 +153,7 @@ struct broker::destination {
   // What Consumers receive, against throttle_outbound (under the broker's mutex).
   enum class outbound { buffer, conflate, ignore } policy = outbound::buffer;
   std::uint64_t passed = 0;
+  std::uint64_t resumed = 0;
 
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
@@ -590,18 +591,26 @@ broker::client& broker::claim(std::string_view id, const caller& who) {
   return add_client(id, who.session, std::move(key));
 }
 
-void broker::erase_client(std::string_view id) {
+void broker::erase_client(std::string_view id, bool keep) {
   const auto it = clients_.find(id);
   if (it == clients_.end()) return;
-  for (const subscription* s : std::vector(it->second.subscriptions)) remove_subscription(s->id);
+  for (const subscription* s : std::vector(it->second.subscriptions)) {
+    remove_subscription(s->id, keep);
+  }
   release_quota(it->second.quota, 1, 0);
   clients_.erase(it);
 }
 
 void broker::sweep() {
   const auto now = clock::now();
-  if (now < next_sweep_ || cfg_.client_idle_timeout.count() == 0) return;
-  next_sweep_ = now + std::min<clock::duration>(cfg_.client_idle_timeout, std::chrono::seconds(10));
+  if (now < next_sweep_) return;
+  clock::duration every = 10s;
+  for (const auto t : {cfg_.client_idle_timeout, cfg_.resume_window}) {
+    if (t.count() != 0) every = std::min<clock::duration>(every, t);
+  }
+  next_sweep_ = now + every;
+  std::erase_if(resumable_, [&](const auto& r) { return r.second.until <= now; });
+  if (cfg_.client_idle_timeout.count() == 0) return;
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second.parked || it->second.stream ||
         now - it->second.seen < cfg_.client_idle_timeout) {
@@ -609,7 +618,7 @@ void broker::sweep() {
       continue;
     }
     const std::string id = (it++)->first;
-    erase_client(id);
+    erase_client(id, true);  // timed out: its subscriptions may be resumed
   }
 }
 
@@ -682,7 +691,16 @@ broker::subscription& broker::add_filter(std::string_view client_id,
       if (max != 0 && quota_of(c.quota).subscriptions >= max) {
         throw over_quota("max_subscriptions_per_caller", max, "subscriptions");
       }
-      it = subscriptions_.find(new_subscription(c, client_id, subscription_id, d).id);
+      resumable* r = resumable_for(subscription_id, client_id, d, who);
+      subscription& made = new_subscription(c, client_id, subscription_id, d);
+      if (r) {
+        made.cursor = r->cursor;  // where it stopped: what came since is read next
+        made.filters = std::move(r->filters);
+        made.asked = r->asked;
+        ++d.resumed;
+        resumable_.erase(resumable_.find(subscription_id));
+      }
+      it = subscriptions_.find(made.id);
     }
     subscription& s = it->second;
     if (s.client != client_id) {
@@ -710,6 +728,25 @@ broker::subscription& broker::add_filter(std::string_view client_id,
   }
 }
 
+broker::resumable* broker::resumable_for(std::string_view id, std::string_view client_id,
+                                         const destination& d, const caller& who) {
+  const auto r = resumable_.find(id);
+  if (r == resumable_.end()) return nullptr;
+  // Only by its own FlexClient (an id the daemon made at random and gave that client alone),
+  // and, bound to a session, within it.
+  if (r->second.client != client_id ||
+      (!r->second.owner.empty() && r->second.owner != who.session)) {
+    throw fault("Server.Processing", "the clientId " + quoted(id) +
+                                         " is in use by another FlexClient (10559): a "
+                                         "subscription kept for it to resume");
+  }
+  if (r->second.dest != &d) {
+    throw fault("Server.Processing", "the clientId " + quoted(id) + " subscribes to destination " +
+                                         quoted(r->second.dest->name));
+  }
+  return &r->second;
+}
+
 broker::subscription& broker::new_subscription(client& c, std::string_view client_id,
                                                std::string_view subscription_id, destination& d) {
   subscription s;
@@ -728,7 +765,7 @@ broker::subscription& broker::new_subscription(client& c, std::string_view clien
 
 void broker::unsubscribe(std::string_view client_id, std::string_view subscription_id,
                          std::string_view subtopic, std::string_view selector_text,
-                         const caller& who) {
+                         const caller& who, bool preserve) {
   const std::lock_guard lock(mutex_);
   const auto it = subscriptions_.find(subscription_id);
   if (it == subscriptions_.end()) return;  // gone already (a timeout, a restart): done
@@ -742,7 +779,7 @@ void broker::unsubscribe(std::string_view client_id, std::string_view subscripti
   // An unsubscribe that names no filter of it ends the whole subscription.
   if (s.filters.empty() ||
       (before == s.filters.size() && subtopic.empty() && selector_text.empty())) {
-    remove_subscription(s.id);
+    remove_subscription(s.id, preserve);
     forget_if_unused(client_id);
   }
 }
@@ -800,10 +837,19 @@ void broker::multi_subscribe(std::string_view client_id, std::string_view subscr
   }
 }
 
-void broker::remove_subscription(const std::string& id_ref) {
+void broker::remove_subscription(const std::string& id_ref, bool keep) {
   const std::string id = id_ref;  // `id_ref` may live in what is erased
   const auto it = subscriptions_.find(id);
   if (it == subscriptions_.end()) return;
+  subscription& s = it->second;
+  // (Not with a shared store: there the subscriptions live in it until their client's idle
+  // timeout, and any instance continues them.)
+  if (keep && !share_ && cfg_.resume_window.count() != 0 &&
+      resumable_.size() < cfg_.max_subscriptions) {
+    resumable_.insert_or_assign(
+        id, resumable{s.client, s.owner->owner, s.dest, std::move(s.filters), s.cursor, s.asked,
+                      clock::now() + cfg_.resume_window});
+  }
   std::erase(it->second.owner->subscriptions, &it->second);
   release_quota(it->second.owner->quota, 0, 1);
   it->second.dest->subscribers.erase(&it->second);
@@ -822,15 +868,15 @@ void broker::forget_if_unused(std::string_view client_id) {
 
 void broker::disconnect(std::string_view client_id, const caller& who) {
   const std::lock_guard lock(mutex_);
-  if (find_client(client_id, who)) end_locked(client_id);
+  if (find_client(client_id, who)) end_locked(client_id, true);
 }
 
 void broker::end(std::string_view client_id) {
   const std::lock_guard lock(mutex_);
-  end_locked(client_id);
+  end_locked(client_id, false);
 }
 
-void broker::end_locked(std::string_view client_id) {
+void broker::end_locked(std::string_view client_id, bool keep) {
   const auto it = clients_.find(client_id);
   if (it == clients_.end()) return;
   for (const auto& w : {it->second.parked, it->second.stream}) {
@@ -838,7 +884,7 @@ void broker::end_locked(std::string_view client_id) {
     wake_up(w, wake::replaced);
     release(*w, it->second);
   }
-  erase_client(client_id);
+  erase_client(client_id, keep);
 }
 
 std::string broker::owner(std::string_view client_id) const {
@@ -1374,7 +1420,8 @@ broker::stats broker::snapshot() const {
   out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
     out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->throttled,
-                                d->passed, d->subscribers.size(), d->log.size(), d->bytes});
+                                d->passed, d->resumed, d->subscribers.size(), d->log.size(),
+                                d->bytes});
   }
   return out;
 }

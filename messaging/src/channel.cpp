@@ -105,7 +105,9 @@ net::awaitable<void> channel::subscription(const amf::flex::message& in,
       break;
     case op::unsubscribe:
       broker_.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"),
-                          cx.who);
+                          cx.who,
+                          in.header("DSPreserveDurable").kind() == amf::type::boolean &&
+                              in.header("DSPreserveDurable").as_bool());
       break;
     default:
       broker_.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),

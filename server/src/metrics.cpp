@@ -142,6 +142,10 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
                   "destination's throttle_outbound: past its frequency (policy ignore), or "
                   "superseded by a newer message of their subtopic (conflate).",
                   [](const destination& d) { return d.passed; });
+  per_destination("amfgate_messaging_resumed_total", "counter",
+                  "Subscriptions a resubscribe continued from where they stopped "
+                  "(resume_window).",
+                  [](const destination& d) { return d.resumed; });
   per_destination("amfgate_messaging_retained_messages", "gauge", "Messages kept now.",
                   [](const destination& d) { return d.kept; });
   per_destination("amfgate_messaging_retained_bytes", "gauge", "Bytes of the messages kept now.",

@@ -134,13 +134,16 @@ std::string read(const std::string& path) {
 }
 
 TEST(Config, MessagingDestinations) {
-  const gateway_config c = parse(R"({"messaging": {"poll_wait_ms": 20000, "destinations": {
+  const gateway_config c = parse(R"({"messaging": {"poll_wait_ms": 20000,
+      "resume_window_ms": 300000, "destinations": {
       "chat": {"allow_subtopics": true, "send": {"roles": ["user"]}, "message_ttl_ms": 5000,
                "retention": {"max_messages": 50},
                "throttle_inbound": {"max_client_frequency": 5, "policy": "ignore"},
                "throttle_outbound": {"max_client_frequency": 20, "policy": "conflate"}},
       "ticks": {}}}})");
   EXPECT_EQ(c.messaging.poll_wait, milliseconds(20'000));
+  EXPECT_EQ(c.messaging.resume_window, milliseconds(300'000));
+  EXPECT_EQ(parse("{}").messaging.resume_window, milliseconds(0));  // off unless set
   const destination_settings& chat = c.messaging.destinations.at("chat");
   EXPECT_TRUE(chat.allow_subtopics);
   EXPECT_EQ(chat.subtopic_separator, ".");

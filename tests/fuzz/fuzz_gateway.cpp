@@ -1,11 +1,10 @@
 // libFuzzer target: whole requests through the gateway, in process (no sockets): decode,
 // logins, sessions, access rules, echo and introspection, faults, encoding, and messaging
 // (subscribes with subtopics and selectors, MULTI_SUBSCRIBE lists, sends with any header,
-// timestamp and timeToLive, maxFrequency: gateway_seeds/messaging-*.amf start there), and
-// Ruffle's shapes
-// (anonymous Flex messages in AMF0, ECMA argument lists, Credentials headers:
-// gateway_seeds/ruffle-*.amf). Every input is
-// answered 200 with a packet that decodes and answers each body, or 400 or 413 with a reason.
+// timestamp and timeToLive, maxFrequency, resubscribes: gateway_seeds/messaging-*.amf start
+// there), and Ruffle's shapes (anonymous Flex messages in AMF0, ECMA argument lists,
+// Credentials headers: gateway_seeds/ruffle-*.amf). Every input is answered 200 with a packet
+// that decodes and answers each body, or 400 or 413 with a reason.
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -40,6 +39,9 @@ config::gateway_config settings() {
   // Consumer's maxFrequency holds back waits (gateway_seeds/messaging-frequency.amf).
   cfg.messaging.destinations["news"].throttle_outbound = {0, "conflate"};
   cfg.messaging.destinations["paced"].throttle_outbound = {1000, "buffer"};
+  // Subscriptions kept after a DISCONNECT or a durable unsubscribe, resumed by a resubscribe
+  // (gateway_seeds/messaging-resume.amf).
+  cfg.messaging.resume_window = std::chrono::minutes(1);
   // Small bounds, so that inputs reach them.
   cfg.messaging.max_header_bytes = 4096;
   cfg.messaging.max_filters_per_subscription = 8;

@@ -103,6 +103,40 @@ TEST(MessagingState, AFrequencyHoldsTheRestBackUntilItIsDue) {
   EXPECT_EQ(m.poll("client", "", {}).due, std::chrono::steady_clock::time_point::max());
 }
 
+// A FlexClient that timed out leaves its subscriptions as cursors for resume_window: its
+// resubscribe with the same clientId reads on from where it stopped. No other FlexClient,
+// and no other session, may take one.
+TEST(MessagingState, ATimedOutSubscriptionIsResumedByItsOwnFlexClientOnly) {
+  auto cfg = news_only();
+  cfg.client_idle_timeout = std::chrono::milliseconds(1);
+  cfg.resume_window = std::chrono::minutes(1);
+  broker m(cfg);
+  const caller ann{"session-ann", "10.0.0.1:1"}, other{"session-bob", "10.0.0.2:1"};
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, ann);
+  m.publish("news", amf::value::number(1));
+  EXPECT_EQ(m.poll("client", "", ann).messages.size(), 1u);
+  m.publish("news", amf::value::number(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the idle timeout
+  EXPECT_THROW(m.poll("client", "", ann), fault);             // swept: NotSubscribed
+  EXPECT_EQ(m.snapshot().subscriptions, 0u);
+  m.publish("news", amf::value::number(3));
+  EXPECT_THROW(m.subscribe("intruder", "sub", "news", "", "", 0, nullptr, ann), fault);
+  EXPECT_THROW(m.subscribe("client", "sub", "news", "", "", 0, nullptr, other), fault);
+  EXPECT_EQ(m.snapshot().clients, 0u);  // the refused ones left nothing
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, ann);
+  const auto b = m.poll("client", "", ann);
+  ASSERT_EQ(b.messages.size(), 2u);  // what came while it was away, in order
+  EXPECT_EQ(b.messages[0].message->index, 1u);
+  EXPECT_EQ(b.messages[1].message->index, 2u);
+  EXPECT_TRUE(b.lost.empty());
+  EXPECT_EQ(m.snapshot().destinations.at(0).resumed, 1u);
+  // Resumed once: the same id again is a subscription from now.
+  m.unsubscribe("client", "sub", "", "", ann);
+  m.publish("news", amf::value::number(4));
+  m.subscribe("client", "sub", "news", "", "", 0, nullptr, ann);
+  EXPECT_TRUE(m.poll("client", "", ann).messages.empty());
+}
+
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
   broker m(news_only());
   boost::asio::io_context io;

@@ -301,6 +301,13 @@ inline std::string fault_text(const flex_reply& r) {
   return r.is_fault() ? std::string(r.m.fault_code) + ": " + std::string(r.m.fault_string) : "";
 }
 
+/// A Consumer of `destination` on `c`, subscribed.
+inline flex_consumer subscribed(flex_channel& c, std::string destination) {
+  flex_consumer consumer{c, std::move(destination)};
+  EXPECT_EQ(fault_text(consumer.subscribe()), "");
+  return consumer;
+}
+
 /// The bodies (strings) of a poll reply's messages.
 inline std::vector<std::string> texts(const flex_reply& r) {
   std::vector<std::string> out;

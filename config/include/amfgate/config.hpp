@@ -219,6 +219,11 @@ struct messaging_settings {
   std::size_t max_id_bytes = 128;  ///< a DSId or a subscription's clientId (a UUID is 36)
   /// A FlexClient that does not poll for this long loses its subscriptions.
   milliseconds client_idle_timeout{30 * 60'000};
+  /// How long a subscription that ended without an unsubscribe (its FlexClient timed out or
+  /// disconnected, or it unsubscribed with DSPreserveDurable) is kept as a cursor: a
+  /// resubscribe with its clientId by the same FlexClient continues where it stopped, and
+  /// gets what was published in between, within the destination's retention (0: never).
+  milliseconds resume_window{0};
   /// Where the destinations' logs and the subscriptions live: "memory" (this process) or
   /// "redis" (the Redis of sessions.redis, shared by every instance); unset: as
   /// sessions.store.

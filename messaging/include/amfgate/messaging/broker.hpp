@@ -174,6 +174,7 @@ class broker final : public services::publisher {
     /// Passed by a subscription without being delivered: past its frequency (policy
     /// "ignore"), or superseded by a newer message of its subtopic ("conflate").
     std::uint64_t passed = 0;
+    std::uint64_t resumed = 0;  ///< subscriptions a resubscribe continued from their cursor
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
   };
   struct stats {
@@ -221,9 +222,11 @@ class broker final : public services::publisher {
                  std::string_view destination, std::string_view subtopic,
                  std::string_view selector_text, std::uint32_t max_frequency,
                  const services::principal* user, const caller& who);
-  /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one.
+  /// UNSUBSCRIBE: the (subtopic, selector) pair goes; the subscription goes with its last one,
+  /// kept for resume_window when `preserve` (DSPreserveDurable).
   void unsubscribe(std::string_view client, std::string_view subscription,
-                   std::string_view subtopic, std::string_view selector_text, const caller& who);
+                   std::string_view subtopic, std::string_view selector_text, const caller& who,
+                   bool preserve = false);
   /// MULTI_SUBSCRIBE: DSAddSub / DSRemSub entries "subtopic_;_selector[_;_maxFrequency]",
   /// at most max_filters_per_subscription of each. The subscription's frequency is the
   /// smallest of `max_frequency` and its entries' (as BlazeDS chose per entry).
@@ -231,7 +234,8 @@ class broker final : public services::publisher {
                        std::string_view destination, std::span<const std::string_view> add,
                        std::span<const std::string_view> remove, std::uint32_t max_frequency,
                        const services::principal* user, const caller& who);
-  /// DISCONNECT by the client: as `end`, for its own caller only.
+  /// DISCONNECT by the client: as `end`, for its own caller only, but its subscriptions are
+  /// kept for resume_window.
   void disconnect(std::string_view client, const caller& who);
   /// Every subscription of `client` goes, and a poll or stream it holds returns: its
   /// session ended (a logout, or the session is gone), or it disconnected.
@@ -347,6 +351,16 @@ class broker final : public services::publisher {
     std::size_t clients = 0, subscriptions = 0;
   };
   using woken = std::vector<std::shared_ptr<waiter>>;
+  /// A subscription that ended without an unsubscribe, kept for resume_window: a
+  /// resubscribe with its id by the same FlexClient (and session) continues from its cursor.
+  struct resumable {
+    std::string client, owner;
+    destination* dest = nullptr;
+    std::vector<filter> filters;
+    std::uint64_t cursor = 0;
+    std::uint32_t asked = 0;
+    std::chrono::steady_clock::time_point until;
+  };
 
   destination& find(std::string_view name);
   /// Null when a Producer's message from FlexClient `client_id` is within the
@@ -383,14 +397,19 @@ class broker final : public services::publisher {
                            const caller& who);
   /// The Consumer asked for `max_frequency` (0: no bound) for `s`.
   static void set_frequency(subscription& s, std::uint32_t max_frequency);
-  /// `end`, under the mutex.
-  void end_locked(std::string_view client);
+  /// `end`, under the mutex; its subscriptions kept for resume_window when `keep`.
+  void end_locked(std::string_view client, bool keep);
   subscription& new_subscription(client& c, std::string_view client_id,
                                  std::string_view subscription_id, destination& d);
   void adopt(std::string_view client, const std::vector<shared_subscription>& subs,
              const caller& who);
   std::vector<shared_subscription> shared_state(std::string_view client) const;
-  void remove_subscription(const std::string& id);
+  /// The subscription goes; kept for resume_window when `keep`.
+  void remove_subscription(const std::string& id, bool keep = false);
+  /// The resumable subscription `id` may be continued by FlexClient `client` of `who` into
+  /// `d`: null when there is none; throws when it is another's.
+  resumable* resumable_for(std::string_view id, std::string_view client, const destination& d,
+                           const caller& who);
   void forget_if_unused(std::string_view client);
   /// The FlexClient `id` for `who`, made if it is new: within the caller's quota, bound to
   /// its session. Throws as the public calls say.
@@ -401,7 +420,7 @@ class broker final : public services::publisher {
   client& add_client(std::string_view id, std::string_view owner, std::string quota);
   /// Binds `c` to `session`, and counts it against that session from now on.
   void bind(client& c, std::string_view session);
-  void erase_client(std::string_view id);
+  void erase_client(std::string_view id, bool keep = false);
   held_by_caller& quota_of(const std::string& key);
   void release_quota(const std::string& key, std::size_t clients, std::size_t subscriptions);
   void sweep();
@@ -428,6 +447,7 @@ class broker final : public services::publisher {
   using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
+  by_id<resumable> resumable_;  ///< at most max_subscriptions, expired by `sweep`
   std::map<std::string, std::size_t, std::less<>> held_per_session_;  ///< with a session
   std::unordered_map<std::string, held_by_caller> per_caller_;
   std::size_t parked_ = 0, streams_ = 0;
