@@ -695,6 +695,7 @@ broker::subscription& broker::add_filter(std::string_view client_id,
       subscription& made = new_subscription(c, client_id, subscription_id, d);
       if (r) {
         made.cursor = r->cursor;  // where it stopped: what came since is read next
+        made.lost = r->lost;      // and what it was not told of yet
         made.filters = std::move(r->filters);
         made.asked = r->asked;
         ++d.resumed;
@@ -847,8 +848,8 @@ void broker::remove_subscription(const std::string& id_ref, bool keep) {
   if (keep && !share_ && cfg_.resume_window.count() != 0 &&
       resumable_.size() < cfg_.max_subscriptions) {
     resumable_.insert_or_assign(
-        id, resumable{s.client, s.owner->owner, s.dest, std::move(s.filters), s.cursor, s.asked,
-                      clock::now() + cfg_.resume_window});
+        id, resumable{s.client, s.owner->owner, s.dest, std::move(s.filters), s.cursor, s.lost,
+                      s.asked, clock::now() + cfg_.resume_window});
   }
   std::erase(it->second.owner->subscriptions, &it->second);
   release_quota(it->second.owner->quota, 0, 1);

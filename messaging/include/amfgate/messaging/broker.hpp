@@ -357,7 +357,7 @@ class broker final : public services::publisher {
     std::string client, owner;
     destination* dest = nullptr;
     std::vector<filter> filters;
-    std::uint64_t cursor = 0;
+    std::uint64_t cursor = 0, lost = 0;
     std::uint32_t asked = 0;
     std::chrono::steady_clock::time_point until;
   };
