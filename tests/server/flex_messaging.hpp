@@ -138,7 +138,10 @@ struct flex_consumer {
   /// the SDK's uint, when it is one).
   std::optional<double> max_frequency;
 
-  flex_reply command(amf::flex::operation op) {
+  /// A command of this Consumer's, with `headers` of its own besides (their values live in
+  /// the caller's document until this returns).
+  flex_reply command(amf::flex::operation op,
+                     const std::vector<std::pair<std::string, amf::value>>& headers = {}) {
     amf::document doc;
     amf::flex::message m = channel.message(doc, amf::flex::kind::command);
     m.command = static_cast<std::int32_t>(op);
@@ -153,6 +156,7 @@ struct flex_consumer {
           doc, m, "DSMaxFrequency",
           integer ? amf::value::integer(static_cast<std::int32_t>(f)) : amf::value::number(f));
     }
+    for (const auto& [name, v] : headers) amf::flex::set_header(doc, m, name, v);
     return channel.exchange({amf::flex::make(doc, m)}).at(0);
   }
   /// AbstractConsumer.subscribe: adopts the ack's clientId.

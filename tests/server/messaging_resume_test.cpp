@@ -33,18 +33,6 @@ class Resume : public ::testing::Test {
 };
 std::unique_ptr<daemon> Resume::shared;
 
-// A command of `consumer`'s with `headers` of its own.
-flex_reply command(flex_consumer& consumer, op operation,
-                   const std::vector<std::pair<std::string, amf::value>>& headers) {
-  amf::document doc;
-  amf::flex::message m = consumer.channel.message(doc, amf::flex::kind::command);
-  m.command = static_cast<std::int32_t>(operation);
-  m.destination = consumer.destination;
-  m.client_id = doc.string(consumer.client_id);
-  for (const auto& [name, v] : headers) amf::flex::set_header(doc, m, name, v);
-  return consumer.channel.exchange({amf::flex::make(doc, m)}).at(0);
-}
-
 TEST_F(Resume, AConsumerWhoseFlexClientTimedOutGetsWhatCameWhileItWasAway) {
   flex_channel reader = connected(port()), writer = connected(port());
   flex_consumer consumer = subscribed(reader, "news");
@@ -96,8 +84,8 @@ TEST_F(Resume, ADisconnectOrADurableUnsubscribeKeepsTheCursor) {
   EXPECT_EQ(texts(consumer.receive()), (std::vector<std::string>{"a", "b"}));
 
   // Consumer.unsubscribe(true): DSPreserveDurable.
-  ASSERT_EQ(fault_text(command(consumer, op::unsubscribe,
-                               {{"DSPreserveDurable", amf::value::boolean(true)}})),
+  ASSERT_EQ(fault_text(consumer.command(op::unsubscribe,
+                                        {{"DSPreserveDurable", amf::value::boolean(true)}})),
             "");
   ASSERT_EQ(fault_text(producer.send("c")), "");
   ASSERT_EQ(fault_text(consumer.subscribe()), "");
@@ -110,9 +98,8 @@ TEST_F(Resume, ADisconnectOrADurableUnsubscribeKeepsTheCursor) {
   EXPECT_TRUE(consumer.receive().messages().empty());
 
   // Kept for its own destination: resubscribing it elsewhere is refused.
-  ASSERT_FALSE(
-      command(consumer, op::unsubscribe, {{"DSPreserveDurable", amf::value::boolean(true)}})
-          .is_fault());
+  ASSERT_FALSE(consumer.command(op::unsubscribe, {{"DSPreserveDurable", amf::value::boolean(true)}})
+                   .is_fault());
   flex_consumer elsewhere{reader, "other", "", "", consumer.client_id};
   EXPECT_NE(fault_text(elsewhere.subscribe()).find("subscribes to destination \"news\""),
             std::string::npos);

@@ -209,23 +209,17 @@ TEST_F(Throttling, AMaxFrequencyOutOfRangeIsAFaultAndNothingIsKept) {
   }
   // Of another type, and as a MULTI_SUBSCRIBE entry's third field.
   amf::document doc;
-  amf::flex::message m = reader.message(doc, amf::flex::kind::command);
-  m.command = static_cast<std::int32_t>(op::subscribe);
-  m.destination = "paced";
-  amf::flex::set_header(doc, m, "DSMaxFrequency", doc.string("fast"));
-  EXPECT_EQ(fault_text(reader.exchange({amf::flex::make(doc, m)}).at(0)),
+  flex_consumer typed{reader, "paced"};
+  EXPECT_EQ(fault_text(typed.command(op::subscribe, {{"DSMaxFrequency", doc.string("fast")}})),
             refused +
                 "(not a number) refused: a Consumer may ask for 1 to 1000 messages a "
                 "second (or leave it out for no bound)");
   for (const char* e : {"_;__;_0", "_;__;_fast", "_;__;_99999999999", "_;__;_5x"}) {
-    amf::flex::message multi = reader.message(doc, amf::flex::kind::command);
-    multi.command = static_cast<std::int32_t>(op::multi_subscribe);
-    multi.destination = "paced";
-    multi.client_id = doc.string(amf::flex::new_uuid());
+    flex_consumer multi{reader, "paced", "", "", amf::flex::new_uuid()};
     amf::array_node* add = doc.array();
     add->dense.push_back(doc.string(e));
-    amf::flex::set_header(doc, multi, "DSAddSub", amf::value::of(add));
-    const std::string fault = fault_text(reader.exchange({amf::flex::make(doc, multi)}).at(0));
+    const std::string fault =
+        fault_text(multi.command(op::multi_subscribe, {{"DSAddSub", amf::value::of(add)}}));
     EXPECT_EQ(fault.rfind(refused, 0), 0u) << e << ": " << fault;
   }
   EXPECT_EQ(metric(*shared, "amfgate_messaging_subscriptions", "paced"), subscriptions);
