@@ -538,6 +538,8 @@ void describe(V& v, destination_settings& d) {
     t.integer("max_client_frequency", d.throttle_outbound.max_client_frequency, 0, 1'000'000);
     t.one_of("policy", d.throttle_outbound.policy, {"buffer", "conflate", "ignore"});
   });
+  v.millis("subscription_timeout_ms", d.subscription_timeout);
+  v.maybe_text("authorize", d.authorize);
   v.expect(!d.subtopic_separator.empty() && d.subtopic_separator.find('*') == std::string::npos,
            "subtopic_separator", "a separator (not empty, no '*')", d.subtopic_separator);
 }
@@ -654,6 +656,9 @@ void describe(V& v, gateway_config& c) {
   for (const auto& [name, d] : c.messaging.destinations) {
     v.expect(d.forward.empty() || c.upstreams.count(d.forward) > 0,
              "messaging/destinations/" + name + "/forward", "the name of an upstream", d.forward);
+    v.expect(d.authorize.empty() || c.upstreams.count(d.authorize) > 0,
+             "messaging/destinations/" + name + "/authorize", "the name of an upstream",
+             d.authorize);
   }
   v.section("publish", c.publish);
   v.objects("services", c.services, "an object of \"Service\": its settings",

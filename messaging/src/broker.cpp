@@ -1,6 +1,8 @@
 #include "amfgate/messaging/broker.hpp"
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -109,6 +111,29 @@ std::optional<multi_entry> entry(std::string_view e) {
   return out;
 }
 
+// `entry`, with its subtopic's length bounded as a selector's.
+std::optional<multi_entry> bounded_entry(std::string_view e) {
+  auto out = entry(e);
+  if (out && out->subtopic.size() > selector::max_length) {
+    throw fault("Server.Processing",
+                "a subtopic longer than " + std::to_string(selector::max_length) + " bytes");
+  }
+  return out;
+}
+
+// MULTI_SUBSCRIBE's entries are bounded before any is parsed or copied.
+void check_entry_count(std::size_t add, std::size_t remove, std::size_t max) {
+  if (add > max || remove > max) {
+    throw fault("Server.Processing", "MULTI_SUBSCRIBE adds or removes more than " +
+                                         std::to_string(max) +
+                                         " entries (messaging.max_filters_per_subscription)");
+  }
+}
+
+std::string who_is(const principal* user) {
+  return user ? "user " + quoted(user->name) : std::string("a caller without a login");
+}
+
 // The key a caller's FlexClients and subscriptions count against.
 std::string quota_key(const caller& who) {
   return who.session.empty() ? "@" + std::string(who.address) : std::string(who.session);
@@ -154,6 +179,11 @@ struct broker::destination {
   enum class outbound { buffer, conflate, ignore } policy = outbound::buffer;
   std::uint64_t passed = 0;
   std::uint64_t resumed = 0;
+  std::uint64_t timed_out = 0;
+
+  /// Who may subscribe to or send to which subtopic (publisher::authorize): set before the
+  /// daemon starts, read only after.
+  services::publisher::authorizer hook;
 
   std::uint64_t first_index() const { return log.empty() ? next_index : log.front()->index; }
 };
@@ -370,6 +400,11 @@ boost::asio::awaitable<void> broker::send(const amf::flex::message& in, const pr
       h->dynamic.push_back({name, v});
     }
   }
+  if (d.hook) {
+    const services::access_request asked{services::access_request::operation::send, d.name,
+                                         subtopic, user};
+    co_await admit(d, asked);
+  }
   check_headers(*h, cfg_.max_header_bytes);
   const double ttl = d.cfg.message_ttl ? static_cast<double>(d.cfg.message_ttl->count())
                                        : std::max(0.0, in.time_to_live);
@@ -387,6 +422,49 @@ boost::asio::awaitable<void> broker::send(const amf::flex::message& in, const pr
     append_and_wake(d, std::move(m));
   }
   if (forwarder_ && !d.cfg.forward.empty()) forwarder_->forward(d.cfg.forward, in, subtopic, user);
+}
+
+void broker::authorize(std::string_view destination_name, authorizer hook) {
+  find(destination_name).hook = std::move(hook);
+}
+
+boost::asio::awaitable<void> broker::admit(destination& d, services::access_request a) {
+  if (!d.hook) co_return;
+  auto asked = d.hook(a);
+  if (co_await std::move(asked)) co_return;
+  const bool subscribing = a.op == services::access_request::operation::subscribe;
+  const std::string where =
+      a.subtopic.empty() ? "destination " + quoted(d.name)
+                         : "subtopic " + quoted(a.subtopic) + " of destination " + quoted(d.name);
+  // BlazeDS's codes: "Your subscribe request to the subtopic ... was denied", "Your sent
+  // message to the subtopic ... was blocked".
+  throw fault("Client.Authorization",
+              who_is(a.user) + (subscribing ? " may not subscribe to " : " may not send to ") +
+                  where + (subscribing ? " (10557)" : " (10558)"));
+}
+
+boost::asio::awaitable<void> broker::admit_subscribe(std::string_view destination_name,
+                                                     std::span<const std::string_view> subtopics,
+                                                     const principal* user) {
+  if (subtopics.empty()) co_return;
+  destination& d = find(destination_name);
+  check(d.cfg.subscribe, user, "subscribe to", d.name);
+  for (const std::string_view subtopic : subtopics) {
+    if (!subtopic.empty()) check_subtopic(d.cfg, subtopic, false);
+    const services::access_request asked{services::access_request::operation::subscribe, d.name,
+                                         subtopic, user};
+    co_await admit(d, asked);
+  }
+}
+
+std::vector<std::string_view> broker::entry_subtopics(
+    std::span<const std::string_view> entries) const {
+  check_entry_count(entries.size(), 0, cfg_.max_filters_per_subscription);
+  std::vector<std::string_view> out;
+  for (const auto e : entries) {
+    if (const auto parsed = bounded_entry(e)) out.push_back(parsed->subtopic);
+  }
+  return out;
 }
 
 std::shared_ptr<broker::stored> broker::restore(std::string destination, std::uint64_t index,
@@ -461,11 +539,12 @@ broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
     d.log.pop_front();
   }
   woken out;
-  out.reserve(d.subscribers.size());                  // (one allocation, however many it wakes)
-  const bool expired = kept->expires < clock::now();  // (a poll passes it; none is handed it)
+  out.reserve(d.subscribers.size());  // (one allocation, however many it wakes)
+  const auto now = clock::now();
+  const bool expired = kept->expires < now;  // (a poll passes it; none is handed it)
   for (subscription* s : d.subscribers) {
     const bool selected = selects(*s, *kept);
-    if ((expired || !hand_over(*s, kept, selected)) && selected && s->owner->stream) {
+    if ((expired || !hand_over(*s, kept, selected, now)) && selected && s->owner->stream) {
       s->owner->stream->poll_needed = true;
     }
     if (!selected) continue;
@@ -475,7 +554,8 @@ broker::woken broker::append(destination& d, std::shared_ptr<stored> m) {
   return out;
 }
 
-bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected) {
+bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected,
+                       clock::time_point now) {
   const client& c = *s.owner;
   if (share_ || !c.stream || s.cursor != m->index) return false;
   // Only while the client has read all there was, in every subscription: so the stream
@@ -485,7 +565,7 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   });
   if (!caught_up) return false;
   const bool bounded = rate_of(s) != 0;
-  if (selected && bounded && (refill(s, clock::now()), s.outbound.tokens < 1)) {
+  if (selected && bounded && (refill(s, now), s.outbound.tokens < 1)) {
     // Past its frequency: a poll reads it when it is due, or, under "ignore", passes it.
     if (s.dest->policy != destination::outbound::ignore) return false;
     ++s.dest->passed;
@@ -504,6 +584,7 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   w.queue.push_back({s.shared_id, m, s.reads});
   w.queue_bytes += m->bytes();
   s.cursor = m->index + 1;
+  s.used = now;
   if (bounded) s.outbound.tokens -= 1;
   ++s.dest->delivered;
   return true;
@@ -604,12 +685,26 @@ void broker::erase_client(std::string_view id, bool keep) {
 void broker::sweep() {
   const auto now = clock::now();
   if (now < next_sweep_) return;
+  // Often enough that what times out goes within a quarter of its time past it.
   clock::duration every = 10s;
-  for (const auto t : {cfg_.client_idle_timeout, cfg_.resume_window}) {
-    if (t.count() != 0) every = std::min<clock::duration>(every, t);
-  }
+  const auto within = [&](std::chrono::milliseconds t) {
+    if (t.count() != 0) every = std::min<clock::duration>(every, t / 4);
+  };
+  within(cfg_.client_idle_timeout);
+  within(cfg_.resume_window);
+  for (const auto& [name, d] : destinations_) within(d->cfg.subscription_timeout);
   next_sweep_ = now + every;
   std::erase_if(resumable_, [&](const auto& r) { return r.second.until <= now; });
+  std::erase_if(to_tell_, [&](const auto& t) {
+    if (t.second.until > now) return false;
+    telling_ -= t.second.subscriptions.size();
+    return true;
+  });
+  // (With a shared store the subscriptions live in it, and end with their FlexClient's idle
+  // timeout there.)
+  for (const auto& [name, d] : destinations_) {
+    if (d->cfg.subscription_timeout.count() != 0 && !share_) time_out(*d, now);
+  }
   if (cfg_.client_idle_timeout.count() == 0) return;
   for (auto it = clients_.begin(); it != clients_.end();) {
     if (it->second.parked || it->second.stream ||
@@ -617,8 +712,70 @@ void broker::sweep() {
       ++it;
       continue;
     }
+    // Told, unless they are kept: then its next poll gets NotSubscribed, and the SDK's
+    // resubscribe resumes them (or, shared, reads them from the store again).
+    if (cfg_.resume_window.count() == 0 && !share_) {
+      for (const subscription* s : it->second.subscriptions) tell_ended(*s);
+    }
     const std::string id = (it++)->first;
     erase_client(id, true);  // timed out: its subscriptions may be resumed
+  }
+}
+
+void broker::time_out(destination& d, clock::time_point now) {
+  std::vector<std::string> idle;
+  for (const subscription* s : d.subscribers) {
+    if (now - s->used >= d.cfg.subscription_timeout) idle.push_back(s->id);
+  }
+  for (const auto& id : idle) {
+    const subscription& s = subscriptions_.find(id)->second;
+    const std::string client_id = s.client;
+    tell_ended(s);
+    ++d.timed_out;
+    remove_subscription(id, true);  // (kept for resume_window, if it is set)
+    forget_if_unused(client_id);
+  }
+}
+
+void broker::tell_ended(const subscription& s) {
+  // Bounded as the subscriptions were; past it, the client's next poll finds them gone.
+  if (telling_ >= cfg_.max_subscriptions) return;
+  auto& t = to_tell_[s.client];
+  t.owner = s.owner->owner;
+  t.subscriptions.push_back({s.id, s.dest->name});
+  // Kept until the FlexClient polls, or as long as it would have been kept itself.
+  const auto timeout = cfg_.client_idle_timeout.count() != 0 ? cfg_.client_idle_timeout
+                                                             : std::chrono::milliseconds(10min);
+  t.until = clock::now() + timeout;
+  ++telling_;
+  client& c = *s.owner;
+  if (c.parked) wake_up(c.parked, wake::message);
+  if (c.stream) {
+    c.stream->poll_needed = true;
+    wake_up(c.stream, wake::message);
+  }
+}
+
+void broker::take_ended(std::string_view client_id, const caller& who, batch& out) {
+  if (to_tell_.empty()) return;
+  const auto it = to_tell_.find(client_id);
+  if (it == to_tell_.end()) return;
+  if (!it->second.owner.empty() && it->second.owner != who.session) return;  // not for this caller
+  telling_ -= it->second.subscriptions.size();
+  out.invalidated = std::move(it->second.subscriptions);
+  to_tell_.erase(it);
+}
+
+boost::asio::awaitable<void> broker::sweeper() {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  for (;;) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (draining_) co_return;
+      sweep();
+      timer.expires_at(next_sweep_);
+    }
+    co_await timer.async_wait(boost::asio::use_awaitable);
   }
 }
 
@@ -708,6 +865,7 @@ broker::subscription& broker::add_filter(std::string_view client_id,
       throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
                                            " is in use by another FlexClient (10559)");
     }
+    s.used = clock::now();  // subscribed again: its subscription_timeout starts anew
     if (s.dest != &d) {
       throw fault("Server.Processing", "the clientId " + quoted(subscription_id) +
                                            " subscribes to destination " + quoted(s.dest->name));
@@ -756,6 +914,7 @@ broker::subscription& broker::new_subscription(client& c, std::string_view clien
   s.dest = &d;
   s.owner = &c;
   s.cursor = d.next_index;  // from now on: what was published before is not for it
+  s.used = clock::now();
   s.shared_id = std::make_shared<const std::string>(s.id);
   auto& kept = subscriptions_.emplace(s.id, std::move(s)).first->second;
   c.subscriptions.push_back(&kept);
@@ -792,21 +951,12 @@ void broker::multi_subscribe(std::string_view client_id, std::string_view subscr
                              const principal* user, const caller& who) {
   destination& d = find(destination_name);
   // Bounded before anything is parsed or copied: each entry is read once.
-  const std::size_t max = cfg_.max_filters_per_subscription;
-  if (add.size() > max || remove.size() > max) {
-    throw fault("Server.Processing", "MULTI_SUBSCRIBE adds or removes more than " +
-                                         std::to_string(max) +
-                                         " entries (messaging.max_filters_per_subscription)");
-  }
+  check_entry_count(add.size(), remove.size(), cfg_.max_filters_per_subscription);
   std::vector<multi_entry> adding;
   if (!add.empty()) check(d.cfg.subscribe, user, "subscribe to", d.name);
   for (const auto a : add) {
-    auto e = entry(a);
+    auto e = bounded_entry(a);
     if (!e) continue;
-    if (e->subtopic.size() > selector::max_length) {
-      throw fault("Server.Processing",
-                  "a subtopic longer than " + std::to_string(selector::max_length) + " bytes");
-    }
     if (!e->subtopic.empty()) check_subtopic(d.cfg, e->subtopic, false);
     parse_selector(e->selector);
     adding.push_back(*e);
@@ -911,8 +1061,11 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
                            const caller& who, std::size_t max_bytes) {
   const std::lock_guard lock(mutex_);
   sweep();
+  batch out;
+  take_ended(client_id, who, out);
   const client* c = find_client(client_id, who);
   if (!c || c->subscriptions.empty()) {
+    if (!out.invalidated.empty()) return out;  // what it is told is all there is
     throw not_subscribed("this client has no subscriptions (a restart ended them?): subscribe");
   }
   // The client's subscriptions as they are (nothing below changes them), or the one named.
@@ -926,7 +1079,6 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
   }
   const std::size_t max = cfg_.max_messages_per_poll;
   const auto now = clock::now();
-  batch out;
   struct read_to {
     subscription* s;
     std::uint64_t from, end;  ///< where it started, and past what it examined
@@ -975,6 +1127,7 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
     const auto delivered = static_cast<std::uint64_t>(std::count_if(
         out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
     if (delivered != 0) {
+      r.s->used = now;
       out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered, r.s->reads});
       if (rate_of(*r.s) != 0) r.s->outbound.tokens -= static_cast<double>(delivered);
     }
@@ -1355,6 +1508,7 @@ void broker::start(boost::asio::any_io_executor executor) {
     tasks.swap(start_tasks_);
   }
   if (share_) share_->start(executor, *this);
+  boost::asio::co_spawn(executor, sweeper(), boost::asio::detached);
   for (auto& t : tasks) t(executor);
 }
 
@@ -1370,6 +1524,17 @@ amf::value broker::message_for(amf::document& doc, const delivery& d) {
   m.message_id = doc.copy(s.message_id);
   m.timestamp = s.timestamp;
   m.time_to_live = s.time_to_live;
+  return amf::flex::make(doc, m);
+}
+
+amf::value broker::notice_for(amf::document& doc, const ended& e) {
+  amf::flex::message m;
+  m.kind = amf::flex::kind::command;
+  m.command = static_cast<std::int32_t>(amf::flex::operation::subscription_invalidate);
+  m.client_id = doc.string(e.subscription);
+  m.destination = doc.copy(e.destination);
+  m.message_id = doc.copy(amf::flex::new_uuid());
+  m.timestamp = amf::flex::now_ms();
   return amf::flex::make(doc, m);
 }
 
@@ -1421,8 +1586,8 @@ broker::stats broker::snapshot() const {
   out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
     out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->throttled,
-                                d->passed, d->resumed, d->subscribers.size(), d->log.size(),
-                                d->bytes});
+                                d->passed, d->resumed, d->timed_out, d->subscribers.size(),
+                                d->log.size(), d->bytes});
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace amfgate::messaging {
@@ -99,19 +100,27 @@ net::awaitable<void> channel::subscription(const amf::flex::message& in,
     return broker::consumer_frequency(in.header("DSMaxFrequency"));
   };
   switch (static_cast<op>(in.command)) {
-    case op::subscribe:
-      broker_.subscribe(client, id, in.destination, header_text(in, "DSSubtopic"),
-                        header_text(in, "DSSelector"), max_frequency(), cx.user, cx.who);
+    case op::subscribe: {
+      const std::string_view subtopic = header_text(in, "DSSubtopic");
+      const std::span<const std::string_view> asked(&subtopic, 1);
+      co_await broker_.admit_subscribe(in.destination, asked, cx.user);
+      broker_.subscribe(client, id, in.destination, subtopic, header_text(in, "DSSelector"),
+                        max_frequency(), cx.user, cx.who);
       break;
+    }
     case op::unsubscribe:
       broker_.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"),
                           cx.who,
                           in.header("DSPreserveDurable").kind() == amf::type::boolean &&
                               in.header("DSPreserveDurable").as_bool());
       break;
-    default:
-      broker_.multi_subscribe(client, id, in.destination, header_strings(in, "DSAddSub"),
-                              header_strings(in, "DSRemSub"), max_frequency(), cx.user, cx.who);
+    default: {
+      const auto add = header_strings(in, "DSAddSub");
+      const auto subtopics = broker_.entry_subtopics(add);
+      co_await broker_.admit_subscribe(in.destination, subtopics, cx.user);
+      broker_.multi_subscribe(client, id, in.destination, add, header_strings(in, "DSRemSub"),
+                              max_frequency(), cx.user, cx.who);
+    }
   }
   co_await broker_.save(client);
 }
@@ -152,7 +161,10 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
   const bool long_polling = general && settings.poll_wait.count() > 0;
   std::optional<std::chrono::milliseconds> poll_wait;
   if (long_polling) poll_wait = cx.batched ? settings.busy_wait : settings.client_wait;
-  if (long_polling && !cx.batched && b.messages.empty() && b.lost.empty()) {
+  const auto nothing = [&] {
+    return b.messages.empty() && b.lost.empty() && b.invalidated.empty();
+  };
+  if (long_polling && !cx.batched && nothing()) {
     auto w = broker_.park(client, cx.who, co_await net::this_coro::executor);
     if (!w) poll_wait = settings.busy_wait;
     if (w) {
@@ -187,7 +199,7 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
         } else {
           b = broker_.poll(client, all, cx.who, max_bytes);
         }
-        if (!b.messages.empty() || !b.lost.empty() || why == broker::wake::drained ||
+        if (!nothing() || why == broker::wake::drained ||
             std::chrono::steady_clock::now() >= until) {
           break;
         }
@@ -211,17 +223,21 @@ net::awaitable<amf::value> channel::poll(const amf::flex::message& in, amf::flex
     }
     amf::flex::set_header(cx.doc, reply, "AMFGateMessagesLost", amf::value::of(lost));
   }
-  if (b.messages.empty()) co_return amf::value::null();  // an empty acknowledgement
-  // Until the reply is written, what it carries is read again by a poll should it not be.
-  // (The executor is read first: GCC 12 copies a closure built within a co_await expression
-  // byte for byte, and the short strings in it then point into the wrong object.)
-  const auto executor = co_await net::this_coro::executor;
-  cx.hooks.on_unwritten(
-      [&m = broker_, executor, id = std::string(client), cursors = std::move(b.cursors)]() mutable {
-        net::co_spawn(executor, m.rewind(std::move(id), std::move(cursors)), net::detached);
-      });
+  if (b.messages.empty() && b.invalidated.empty()) co_return amf::value::null();  // an empty ack
+  if (!b.messages.empty()) {
+    // Until the reply is written, what it carries is read again by a poll should it not be.
+    // (The executor is read first: GCC 12 copies a closure built within a co_await
+    // expression byte for byte, and the short strings in it then point into the wrong object.)
+    const auto executor = co_await net::this_coro::executor;
+    cx.hooks.on_unwritten([&m = broker_, executor, id = std::string(client),
+                           cursors = std::move(b.cursors)]() mutable {
+      net::co_spawn(executor, m.rewind(std::move(id), std::move(cursors)), net::detached);
+    });
+  }
   client_sync();
-  amf::array_node* messages = cx.doc.array(b.messages.size());
+  // The subscriptions that ended first (SUBSCRIPTION_INVALIDATE), then the messages.
+  amf::array_node* messages = cx.doc.array(b.invalidated.size() + b.messages.size());
+  for (const auto& e : b.invalidated) messages->dense.push_back(broker::notice_for(cx.doc, e));
   for (const auto& d : b.messages) messages->dense.push_back(broker::message_for(cx.doc, d));
   co_return amf::value::of(messages);
 }

@@ -181,6 +181,7 @@ net::awaitable<void> stream::read_shared(std::string& out, amf::document& doc) {
 }
 
 void stream::append_polled(std::string& out, amf::document& doc, const broker::batch& b) {
+  for (const auto& e : b.invalidated) append_message(out, broker::notice_for(doc, e));
   for (const auto& d : b.messages) {
     append_message(out, broker::message_for(doc, d));
   }

@@ -146,6 +146,10 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
                   "Subscriptions a resubscribe continued from where they stopped "
                   "(resume_window).",
                   [](const destination& d) { return d.resumed; });
+  per_destination("amfgate_messaging_timed_out_total", "counter",
+                  "Subscriptions ended by the destination's subscription_timeout: nothing was "
+                  "delivered to them for that long.",
+                  [](const destination& d) { return d.timed_out; });
   per_destination("amfgate_messaging_retained_messages", "gauge", "Messages kept now.",
                   [](const destination& d) { return d.kept; });
   per_destination("amfgate_messaging_retained_bytes", "gauge", "Bytes of the messages kept now.",

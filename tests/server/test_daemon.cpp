@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "../../examples/services/rooms.hpp"
 #include "../../examples/services/ticker.hpp"
 #include "../../examples/services/user_service.hpp"
 #include "../../examples/services/waiting_services.hpp"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
       argc, argv, [](amfgate::services::registry& r, const amfgate::config::gateway_config& c) {
         examples::bind_waiting_examples(r, stock);
         examples::add_ticker(r, c);  // with a "Ticker" section in the settings
+        examples::add_rooms(r, c);   // with a "Rooms" section
         bind_services(r, users);     // the README's example, as a setup of amfgate::run
         // Blocks its worker for `ms`, as a slow database call does.
         r.bind("Slow", "block", [](call_context& ctx, std::int32_t ms) {

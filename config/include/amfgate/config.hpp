@@ -186,6 +186,14 @@ struct destination_settings {
     std::uint32_t max_client_frequency = 0;
     std::string policy = "buffer";
   } throttle_outbound;
+  /// A subscription that nothing was delivered to, and that was not subscribed again, for
+  /// this long ends (BlazeDS's subscription-timeout-minutes): its Consumer is told with a
+  /// SUBSCRIPTION_INVALIDATE command (operation 10) on its next poll or its stream (0: never).
+  milliseconds subscription_timeout{0};
+  /// An upstream (`upstreams.<name>`) asked before each subscribe and each Producer's send
+  /// whether the user may, for that subtopic: POST <url>_authorize/<destination> (README,
+  /// "The bridge"). C++ services register such a hook with publisher::authorize.
+  std::string authorize;
 };
 
 /// Flex messaging (Producer/Consumer) over the gateway paths.

@@ -109,8 +109,15 @@ class broker final : public services::publisher {
     std::uint64_t delivered = 0;  ///< of the batch's messages, this subscription's
     std::uint64_t reads = 0;      ///< the subscription's count of reads after this one
   };
+  /// A subscription that ended without its Consumer asking (its destination's
+  /// subscription_timeout, its FlexClient's idle timeout): its FlexClient is told with a
+  /// SUBSCRIPTION_INVALIDATE command by its next poll or its stream, as BlazeDS did.
+  struct ended {
+    std::string subscription, destination;
+  };
   struct batch {
     std::vector<delivery> messages;
+    std::vector<ended> invalidated;  ///< to tell the client of, before its messages
     /// Subscription id: messages that fell out of retention before this client read them,
     /// that were larger than any reply may be, or whose reply was not written.
     std::map<std::string, std::uint64_t> lost;
@@ -174,7 +181,8 @@ class broker final : public services::publisher {
     /// Passed by a subscription without being delivered: past its frequency (policy
     /// "ignore"), or superseded by a newer message of its subtopic ("conflate").
     std::uint64_t passed = 0;
-    std::uint64_t resumed = 0;  ///< subscriptions a resubscribe continued from their cursor
+    std::uint64_t resumed = 0;    ///< subscriptions a resubscribe continued from their cursor
+    std::uint64_t timed_out = 0;  ///< subscriptions ended by subscription_timeout
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
   };
   struct stats {
@@ -193,6 +201,8 @@ class broker final : public services::publisher {
   void publish(std::string_view destination, const amf::value& body, std::string_view subtopic = {},
                const std::vector<header>& headers = {}) override;
   void on_start(std::function<void(boost::asio::any_io_executor)> task) override;
+  using services::publisher::authorize;
+  void authorize(std::string_view destination, authorizer hook) override;
 
   // --- for the daemon and the channel ---
 
@@ -203,8 +213,18 @@ class broker final : public services::publisher {
   /// `start`.
   void forward_through(forwarder* f) { forwarder_ = f; }
   void start(boost::asio::any_io_executor executor);
-  /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept). Throws `fault`.
+  /// A Producer's AsyncMessage (DSId and DSEndpoint are not kept), once the destination's
+  /// roles and its hook (publisher::authorize) allow it. Throws `fault`.
   boost::asio::awaitable<void> send(const amf::flex::message& m, const services::principal* user);
+  /// Before a subscribe: whether `user` may subscribe to `destination` (its roles) and to each
+  /// of `subtopics` (its hook, if it has one, asked in turn). Throws Client.Authorization
+  /// (BlazeDS's 10557) for the first refused.
+  boost::asio::awaitable<void> admit_subscribe(std::string_view destination,
+                                               std::span<const std::string_view> subtopics,
+                                               const services::principal* user);
+  /// The subtopics that MULTI_SUBSCRIBE entries (DSAddSub) add, for `admit_subscribe`: throws
+  /// as `multi_subscribe` does for more than max_filters_per_subscription, or a bad entry.
+  std::vector<std::string_view> entry_subtopics(std::span<const std::string_view> entries) const;
   // Each call below that names a FlexClient for a `caller` throws Client.Authorization when
   // the FlexClient is bound to another session (`owner` says which), and Server.Processing
   // for an id longer than max_id_bytes or past the caller's quotas.
@@ -304,6 +324,9 @@ class broker final : public services::publisher {
   void drain();
   /// The AsyncMessage of `d` as its subscriber receives it, built in `doc`.
   static amf::value message_for(amf::document& doc, const delivery& d);
+  /// The SUBSCRIPTION_INVALIDATE command (operation 10) that tells a Consumer its subscription
+  /// ended, built in `doc`: the SDK's Consumer then stops being subscribed.
+  static amf::value notice_for(amf::document& doc, const ended& e);
   /// The same as AMF3, encoded once per message: the bytes before and after the
   /// subscription's id, which goes between them as an AMF3 string. Empty `before` when the
   /// message cannot be (it holds the marker): then `message_for`.
@@ -331,6 +354,8 @@ class broker final : public services::publisher {
     std::uint64_t reads = 0;   ///< polls that moved the cursor: a rewind checks none did since
     std::shared_ptr<const std::string> shared_id;  ///< `id`, as handed over with messages
     std::uint32_t asked = 0;                       ///< the Consumer's maxFrequency (0: none)
+    /// When it was last subscribed, or last had a message delivered (subscription_timeout).
+    std::chrono::steady_clock::time_point used;
     /// What it may still take, against its frequency: a bucket of a second's messages (as
     /// throttle_inbound's), refilled as time passes. `last` is zero until the first subscribe.
     struct {
@@ -363,6 +388,18 @@ class broker final : public services::publisher {
   };
 
   destination& find(std::string_view name);
+  /// Asks the hook of `d`, if it has one: throws Client.Authorization when it refuses.
+  boost::asio::awaitable<void> admit(destination& d, services::access_request a);
+  /// Ends the subscriptions of `d` that timed out (subscription_timeout), telling their
+  /// FlexClients.
+  void time_out(destination& d, std::chrono::steady_clock::time_point now);
+  /// Keeps what the FlexClient of `s` is told when `s` ends without its asking, and wakes
+  /// what it holds open to tell it.
+  void tell_ended(const subscription& s);
+  /// What FlexClient `client` is to be told, moved into `out`, if `who` may see it.
+  void take_ended(std::string_view client, const caller& who, batch& out);
+  /// Runs `sweep` as time passes, with no request needed.
+  boost::asio::awaitable<void> sweeper();
   /// Null when a Producer's message from FlexClient `client_id` is within the
   /// throttle_inbound of `d` (and then counted against it); else why not.
   const char* throttled(destination& d, std::string_view client_id);
@@ -386,7 +423,8 @@ class broker final : public services::publisher {
                                   std::vector<std::pair<subscription*, std::uint64_t>>& oversized);
   /// Under the mutex, as `m` is appended: true when it is dealt with for `s` without a poll
   /// (handed over to the stream of its FlexClient, or passed as not selected).
-  bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected);
+  bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected,
+                 std::chrono::steady_clock::time_point now);
   /// `rewind` of the subscriptions of `client_id`, under the mutex: each cursor goes back,
   /// unless a poll read on since (`reads` counts them); then the next poll reports it lost.
   void rewind_locked(std::string_view client_id, const std::vector<moved>& cursors);
@@ -448,6 +486,14 @@ class broker final : public services::publisher {
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
   by_id<resumable> resumable_;  ///< at most max_subscriptions, expired by `sweep`
+  /// By FlexClient: the subscriptions it is to be told ended (`tell_ended`).
+  struct to_tell {
+    std::string owner;  ///< the session the FlexClient was bound to
+    std::vector<ended> subscriptions;
+    std::chrono::steady_clock::time_point until;
+  };
+  by_id<to_tell> to_tell_;
+  std::size_t telling_ = 0;  ///< what to_tell_ holds: at most max_subscriptions
   std::map<std::string, std::size_t, std::less<>> held_per_session_;  ///< with a session
   std::unordered_map<std::string, held_by_caller> per_caller_;
   std::size_t parked_ = 0, streams_ = 0;
