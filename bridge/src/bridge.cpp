@@ -99,7 +99,19 @@ void bridge::stop() {
   for (const auto& [name, t] : upstreams_) t.up->close();
 }
 
+upstream& bridge::started(std::string_view upstream_name) {
+  const auto it = upstreams_.find(upstream_name);
+  if (it == upstreams_.end()) throw std::logic_error("the bridge has not started");
+  return *it->second.up;
+}
+
 void bridge::bind(services::registry& r) {
+  for (const auto& [name, d] : cfg_.messaging.destinations) {
+    if (d.authorize.empty()) continue;
+    r.publisher().authorize(name, [this, upstream_name = d.authorize](services::access_request a) {
+      return authorize(started(upstream_name), a);
+    });
+  }
   for (const auto& [target, name] : cfg_.bridge) {
     services::method m;
     m.how = services::execution::coroutine;
@@ -107,9 +119,7 @@ void bridge::bind(services::registry& r) {
     m.result = "* (upstream " + name + ")";
     m.invoke_async = [this, upstream_name = name](services::call_context& ctx,
                                                   std::span<const amf::value> args) {
-      const auto it = upstreams_.find(upstream_name);
-      if (it == upstreams_.end()) throw std::logic_error("the bridge has not started");
-      return call(*it->second.up, ctx, args);
+      return call(started(upstream_name), ctx, args);
     };
     const auto dot = target.find('.');
     if (dot == std::string::npos) {
@@ -158,7 +168,44 @@ net::awaitable<amf::value> bridge::call(upstream& up, services::call_context& ct
   }
   const std::string path = std::string(ctx.service) + "/" + std::string(ctx.method);
   answer a = co_await up.post(path, std::move(text), ctx.deadline);
+  const ordered_json result = result_of(up, a, path);
+  try {
+    amf::value v = s.mapping == "typed"
+                       ? amf::json::reader(ctx.doc).amf3(result)
+                       : from_plain(ctx.doc, result, {cfg_.limits.max_depth, SIZE_MAX});
+    up.judged(outcome::ok, false);
+    co_return v;
+  } catch (const std::exception& e) {
+    up.judged(outcome::failed, false);
+    throw fault("Server.Upstream.BadReply",
+                "upstream " + up.name() + " answered " + path + ": " + e.what());
+  }
+}
 
+net::awaitable<bool> bridge::authorize(upstream& up, services::access_request a) {
+  const bool subscribing = a.op == services::access_request::operation::subscribe;
+  const ordered_json asked{
+      {"operation", subscribing ? "subscribe" : "send"},
+      {"destination", std::string(a.destination)},
+      {"subtopic", a.subtopic.empty() ? ordered_json(nullptr) : ordered_json(a.subtopic)},
+      {"user", user_json(a.user)}};
+  const std::string path = "_authorize/" + std::string(a.destination);
+  const auto deadline = std::chrono::steady_clock::now() + up.settings().read_timeout;
+  const answer answered = co_await up.post(
+      path, asked.dump(-1, ' ', false, ordered_json::error_handler_t::replace), deadline);
+  const ordered_json result = result_of(up, answered, path);
+  if (!result.is_boolean()) {
+    up.judged(outcome::failed, false);
+    throw fault(
+        "Server.Upstream.BadReply",
+        "upstream " + up.name() + " answered " + path + " with a result that is not true or false",
+        cut(result, 200));
+  }
+  up.judged(outcome::ok, false);
+  co_return result.get<bool>();
+}
+
+ordered_json bridge::result_of(upstream& up, const answer& a, const std::string& path) {
   const std::string who = "upstream " + up.name();
   ordered_json reply = ordered_json::parse(a.body, nullptr, false);
   const bool gateway_error = a.status == 502 || a.status == 503 || a.status == 504;
@@ -188,16 +235,7 @@ net::awaitable<amf::value> bridge::call(upstream& up, services::call_context& ct
                                           : " with JSON that holds neither result nor fault"),
                 services::escaped(a.body, 200));
   }
-  try {
-    amf::value v = s.mapping == "typed"
-                       ? amf::json::reader(ctx.doc).amf3(reply["result"])
-                       : from_plain(ctx.doc, reply["result"], {cfg_.limits.max_depth, SIZE_MAX});
-    up.judged(outcome::ok, false);
-    co_return v;
-  } catch (const std::exception& e) {
-    up.judged(outcome::failed, false);
-    throw fault("Server.Upstream.BadReply", who + " answered " + path + ": " + e.what());
-  }
+  return std::move(reply["result"]);
 }
 
 void bridge::forward(std::string_view upstream_name, const amf::flex::message& m,

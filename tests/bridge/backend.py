@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """A JSON backend for the bridge's tests, well-behaved and not: the services amfgate bridges
-to (POST /amf/<Service>/<method>) and the forwards it sends (POST /amf/_messages/<dest>).
+to (POST /amf/<Service>/<method>), the forwards it sends (POST /amf/_messages/<dest>), and
+the questions of a destination's rights hook (POST /amf/_authorize/<dest>): a user may use
+the subtopic "rooms.<their name>" only; "rooms.broken" answers HTTP 500.
 
   backend.py --port N [--tls CERT KEY]  |  backend.py --unix PATH
 
 Svc.echo(x) answers x; Svc.whoami() what the bridge said of the caller; Svc.user(id) a typed
 object; Svc.fail() a fault; Svc.status() HTTP 500; Svc.garbage() what is not JSON; Svc.hang()
 nothing for 60 s; Svc.half() half an answer, then a close; Svc.huge() 10 GB, streamed;
-Svc.forwarded() the messages forwarded so far; Svc.connections() how many it accepted;
+Svc.forwarded() the messages forwarded so far; Svc.asked() the rights questions so far;
+Svc.connections() how many it accepted;
 Svc.announce(text) publishes text to the destination "news" through amfgate's publish
 endpoint (--publish URL TOKEN).
 Only the standard library: it stands for any backend, in any language.
@@ -24,6 +27,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 forwarded = []
+asked = []
 connections = 0
 publish_to = None  # (amfgate's base URL, token)
 lock = threading.Lock()
@@ -57,6 +61,14 @@ class Handler(BaseHTTPRequestHandler):
             with lock:
                 forwarded.append(call)
             return self.reply(200, {"ok": True})
+        if path.startswith("_authorize/"):
+            with lock:
+                asked.append(call)
+            subtopic = call.get("subtopic") or ""
+            if subtopic == "rooms.broken":
+                return self.reply(500, b"Internal Server Error", "text/plain")
+            user = (call.get("user") or {}).get("name")
+            return self.reply(200, {"result": user is not None and subtopic == f"rooms.{user}"})
         args = call.get("args", [])
         method = path.split("/")[-1]
         if method == "echo":
@@ -104,6 +116,9 @@ class Handler(BaseHTTPRequestHandler):
         if method == "forwarded":
             with lock:
                 return self.reply(200, {"result": list(forwarded)})
+        if method == "asked":
+            with lock:
+                return self.reply(200, {"result": list(asked)})
         if method == "announce":
             base, token = publish_to
             req = urllib.request.Request(

@@ -186,17 +186,20 @@ TEST(Config, MessagingDestinations) {
 TEST(Config, UpstreamsBridgeAndPublish) {
   const gateway_config c = parse(R"({"upstreams": {"crm": {"url": "unix:/run/app.sock",
       "mapping": "typed", "max_connections": 4}}, "bridge": {"UserService": "crm",
-      "Orders.place": "crm"}, "messaging": {"destinations": {"chat": {"forward": "crm"}}},
+      "Orders.place": "crm"}, "messaging": {"destinations": {"chat": {"forward": "crm",
+      "authorize": "crm", "subscription_timeout_ms": 60000}}},
       "publish": {"enabled": true, "tokens": ["0123456789abcdef"]}})");
   EXPECT_EQ(c.upstreams.at("crm").mapping, "typed");
   EXPECT_EQ(c.upstreams.at("crm").max_inflight, 64u);
   EXPECT_EQ(c.bridge.at("Orders.place"), "crm");
   EXPECT_EQ(c.messaging.destinations.at("chat").forward, "crm");
+  EXPECT_EQ(c.messaging.destinations.at("chat").authorize, "crm");
+  EXPECT_EQ(c.messaging.destinations.at("chat").subscription_timeout.count(), 60000);
   EXPECT_EQ(to_json_text(parse(to_json_text(c))), to_json_text(c));
 
   EXPECT_EQ(errors_of(R"({"upstreams": {"a": {"url": "ftp://x", "max_connections": 8,
       "max_inflight": 2}}, "bridge": {"S": "b", ".m": "a"},
-      "messaging": {"destinations": {"d": {"forward": "c"}}},
+      "messaging": {"destinations": {"d": {"forward": "c", "authorize": "e"}}},
       "publish": {"enabled": true, "tokens": ["short"]}})"),
             (std::vector<std::string>{
                 "/upstreams/a/url: expected http://host[:port]/path/, https://..., "
@@ -205,6 +208,8 @@ TEST(Config, UpstreamsBridgeAndPublish) {
                 "/bridge/.m: expected a target \"Service\" or \"Service.method\", got \".m\"",
                 "/bridge/S: expected the name of an upstream, got \"b\"",
                 "/messaging/destinations/d/forward: expected the name of an upstream, got \"c\"",
+                "/messaging/destinations/d/authorize: expected the name of an upstream, got "
+                "\"e\"",
                 "/publish/tokens/0: expected a token of at least 16 characters, got \"*****\""}));
   EXPECT_EQ(errors_of(R"({"publish": {"enabled": true}})"),
             std::vector<std::string>{"/publish/enabled: publishing needs \"tokens\" or "

@@ -455,6 +455,59 @@ TEST_F(Bridge, ABackendPublishesWithItsTokenAndWhatProducersSendIsForwarded) {
   EXPECT_TRUE(d.metric_reaches("amfgate_forwards_total{outcome=\"sent\"}", 1));
 }
 
+TEST_F(Bridge, ADestinationsRightsHookIsAnUpstreamCall) {
+  const std::string hash = services::hash_password("pw");
+  daemon d(R"("messaging": {"destinations": {"chat": {"allow_subtopics": true,
+                                                      "authorize": "crm"}}},
+              "upstreams": {"crm": )" +
+           upstream(url_) + R"(}, "bridge": {"Svc": "crm"},
+              "users": [{"name": "ann", "password": ")" +
+           hash + R"("}, {"name": "bob", "password": ")" + hash + R"("}])");
+  const auto logged_in = [&](const std::string& user) {
+    flex_channel c(d.port());
+    c.connect();
+    amf::document doc;
+    const auto r =
+        c.exchange({client::flex_command(doc, amf::flex::operation::login, c.dsid, user, "pw")});
+    EXPECT_FALSE(r.at(0).is_fault()) << fault_text(r.at(0));
+    return c;
+  };
+  flex_channel ann = logged_in("ann"), bob = logged_in("bob");
+  flex_consumer ann_own{ann, "chat", "rooms.ann"}, bob_own{bob, "chat", "rooms.bob"};
+  ASSERT_EQ(fault_text(ann_own.subscribe()), "");
+  ASSERT_EQ(fault_text(bob_own.subscribe()), "");
+  flex_consumer ann_bobs{ann, "chat", "rooms.bob"};
+  EXPECT_EQ(fault_text(ann_bobs.subscribe()),
+            "Client.Authorization: user \"ann\" may not subscribe to subtopic \"rooms.bob\" of "
+            "destination \"chat\" (10557)");
+  flex_producer ann_to_own{ann, "chat", "rooms.ann"}, ann_to_bobs{ann, "chat", "rooms.bob"};
+  ASSERT_EQ(fault_text(ann_to_own.send("mine")), "");
+  EXPECT_NE(fault_text(ann_to_bobs.send("yours")).find("(10558)"), std::string::npos);
+  EXPECT_EQ(texts(ann_own.receive()), std::vector<std::string>{"mine"});
+  EXPECT_TRUE(bob_own.receive().messages().empty());  // what was blocked reached nobody
+
+  // An upstream that fails refuses: the hook fails closed, and says why.
+  flex_consumer broken{ann, "chat", "rooms.broken"};
+  const std::string refused = fault_text(broken.subscribe());
+  EXPECT_EQ(refused.rfind("Server.Upstream.Status: upstream crm answered HTTP 500", 0), 0u)
+      << refused;
+
+  // What the backend was asked, as the bridge's doc says.
+  auto http = d.client();
+  amf::document doc;
+  const auto asked = call(http, doc, "Svc.asked", {});
+  const auto* list = asked.result.as_array();
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->dense.size(), 6u);  // four subscribes, two sends
+  const amf::value& send = list->dense[3];
+  EXPECT_EQ(member(send, "operation"), "send");
+  EXPECT_EQ(member(send, "destination"), "chat");
+  EXPECT_EQ(member(send, "subtopic"), "rooms.ann");
+  const amf::value* user = send.as_object()->find("user");
+  ASSERT_TRUE(user);
+  EXPECT_EQ(member(*user, "name"), "ann");
+}
+
 TEST(BridgePublish, OnAnAddressOfItsOwnTheEndpointIsServedThereAlone) {
   const std::string token = "s3cret-token-0123456789";
   const auto own = free_port();

@@ -14,7 +14,14 @@
 // and the answer {"result": ...} is the call's result; {"fault": {"code", "message",
 // "detail"}} (with any status), another status, a body that is not JSON, a timeout or no
 // connection are faults. A destination with "forward": "<upstream>" also POSTs what Flex
-// Producers send to it (<url>_messages/<destination>), once, after it is published.
+// Producers send to it (<url>_messages/<destination>), once, after it is published. One with
+// "authorize": "<upstream>" asks it before each subscribe and each Producer's send:
+//
+//   POST <url>_authorize/<destination>
+//   {"operation": "subscribe" | "send", "destination": "chat", "subtopic": "rooms.a" | null,
+//    "user": {"name": "ann", "roles": [...]} | null}
+//
+// and {"result": true} allows it; false, a fault, or a failure refuses it.
 #pragma once
 
 #include <atomic>
@@ -23,6 +30,7 @@
 #include <memory>
 #include <string>
 
+#include "amfgate/bridge/plain_json.hpp"
 #include "amfgate/bridge/upstream.hpp"
 #include "amfgate/config.hpp"
 #include "amfgate/messaging/broker.hpp"
@@ -40,7 +48,8 @@ class bridge final : public messaging::forwarder {
   explicit bridge(const config::gateway_config& cfg);
   ~bridge() override;
 
-  /// Binds the settings' "bridge" targets in `r`, before it is frozen.
+  /// Binds the settings' "bridge" targets in `r`, before it is frozen, and the "authorize"
+  /// hooks of messaging destinations in its publisher.
   void bind(services::registry& r);
   /// Opens for calls: the upstreams' pools, logging to `log`; forwards run on `io`.
   void start(std::shared_ptr<spdlog::logger> log, boost::asio::any_io_executor io);
@@ -58,6 +67,13 @@ class bridge final : public messaging::forwarder {
  private:
   boost::asio::awaitable<amf::value> call(upstream& up, services::call_context& ctx,
                                           std::span<const amf::value> args);
+  /// The hook of a destination with "authorize": whether the upstream allows `a`.
+  boost::asio::awaitable<bool> authorize(upstream& up, services::access_request a);
+  /// The "result" of what `up` answered to `path`; throws the fault it answered, or one
+  /// for an answer that is neither. Counts what failed against the upstream.
+  static ordered_json result_of(upstream& up, const answer& a, const std::string& path);
+  /// The upstream `name`, once `start` made it.
+  upstream& started(std::string_view name);
   boost::asio::awaitable<void> send_forward(upstream& up, std::atomic<std::size_t>& in_flight,
                                             std::string path, std::string body);
 
