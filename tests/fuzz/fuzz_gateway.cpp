@@ -42,6 +42,10 @@ config::gateway_config settings() {
   // Subscriptions kept after a DISCONNECT or a durable unsubscribe, resumed by a resubscribe
   // (gateway_seeds/messaging-resume.amf).
   cfg.messaging.resume_window = std::chrono::minutes(1);
+  // Subscriptions that time out at once, told on the next poll, and a rights hook that
+  // refuses the subtopic "closed" (gateway_seeds/messaging-rooms.amf).
+  cfg.messaging.destinations["rooms"].allow_subtopics = true;
+  cfg.messaging.destinations["rooms"].subscription_timeout = std::chrono::milliseconds(1);
   // Small bounds, so that inputs reach them.
   cfg.messaging.max_header_bytes = 4096;
   cfg.messaging.max_filters_per_subscription = 8;
@@ -59,6 +63,8 @@ struct world {
         log(std::make_shared<spdlog::logger>("fuzz",
                                              std::make_shared<spdlog::sinks::null_sink_mt>())) {
     registry.publish_through(broker);
+    registry.publisher().authorize(
+        "rooms", [](const services::access_request& a) { return a.subtopic != "closed"; });
     services::add_echo_service(registry);
     services::add_introspection_service(registry);
     registry.freeze();
