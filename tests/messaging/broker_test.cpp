@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -135,6 +136,36 @@ TEST(MessagingState, ATimedOutSubscriptionIsResumedByItsOwnFlexClientOnly) {
   m.publish("news", amf::value::number(4));
   m.subscribe("client", "sub", "news", "", "", 0, nullptr, ann);
   EXPECT_TRUE(m.poll("client", "", ann).messages.empty());
+}
+
+// Subscriptions that nothing reached for subscription_timeout end, and their FlexClient is
+// told on its next poll, once, and only within its session. What is to be told is bounded as
+// the subscriptions were (max_subscriptions): past it, the FlexClient finds them gone.
+TEST(MessagingState, WhatTimedOutSubscriptionsAreToldIsBoundedAndToldOnce) {
+  auto cfg = news_only();
+  cfg.max_subscriptions = 2;
+  cfg.destinations["news"].subscription_timeout = std::chrono::milliseconds(1);
+  broker m(cfg);
+  const caller ann{"session-ann", "10.0.0.1:1"}, bob{"session-bob", "10.0.0.2:1"};
+  m.subscribe("first", "a", "news", "", "", 0, nullptr, ann);
+  m.subscribe("first", "b", "news", "", "", 0, nullptr, ann);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  m.subscribe("second", "c", "news", "", "", 0, nullptr, ann);  // its sweep ends a and b
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_THROW(m.poll("second", "", ann), fault);  // c ended, past the bound: not told
+  EXPECT_EQ(m.snapshot().destinations.at(0).timed_out, 3u);
+  EXPECT_EQ(m.snapshot().subscriptions, 0u);
+  EXPECT_THROW(m.poll("first", "", bob), fault);  // another session's: not for it
+  const auto told = m.poll("first", "", ann);
+  EXPECT_TRUE(told.messages.empty());
+  std::vector<std::string> ids;
+  for (const auto& e : told.invalidated) {
+    ids.push_back(e.subscription);
+    EXPECT_EQ(e.destination, "news");
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "b"}));
+  EXPECT_THROW(m.poll("first", "", ann), fault);  // told once
 }
 
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
