@@ -565,7 +565,8 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   });
   if (!caught_up) return false;
   const bool bounded = rate_of(s) != 0;
-  if (selected && bounded && (refill(s, now), s.outbound.tokens < 1)) {
+  if (bounded) refill(s, now);
+  if (selected && bounded && s.outbound.tokens < 1) {
     // Past its frequency: a poll reads it when it is due, or, under "ignore", passes it.
     if (s.dest->policy != destination::outbound::ignore) return false;
     ++s.dest->passed;
@@ -584,10 +585,14 @@ bool broker::hand_over(subscription& s, const std::shared_ptr<const stored>& m, 
   w.queue.push_back({s.shared_id, m, s.reads});
   w.queue_bytes += m->bytes();
   s.cursor = m->index + 1;
-  s.used = now;
-  if (bounded) s.outbound.tokens -= 1;
+  delivered_to(s, 1, now);
   ++s.dest->delivered;
   return true;
+}
+
+void broker::delivered_to(subscription& s, std::uint64_t n, clock::time_point now) {
+  s.used = now;
+  if (rate_of(s) != 0) s.outbound.tokens -= static_cast<double>(n);
 }
 
 void broker::take(waiter& w, std::vector<waiter::handed>& into) {
@@ -1127,9 +1132,8 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
     const auto delivered = static_cast<std::uint64_t>(std::count_if(
         out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
     if (delivered != 0) {
-      r.s->used = now;
       out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered, r.s->reads});
-      if (rate_of(*r.s) != 0) r.s->outbound.tokens -= static_cast<double>(delivered);
+      delivered_to(*r.s, delivered, now);
     }
   }
   out.messages.erase(kept, out.messages.end());

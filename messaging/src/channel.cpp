@@ -108,12 +108,12 @@ net::awaitable<void> channel::subscription(const amf::flex::message& in,
                         max_frequency(), cx.user, cx.who);
       break;
     }
-    case op::unsubscribe:
+    case op::unsubscribe: {
+      const amf::value durable = in.header("DSPreserveDurable");
       broker_.unsubscribe(client, id, header_text(in, "DSSubtopic"), header_text(in, "DSSelector"),
-                          cx.who,
-                          in.header("DSPreserveDurable").kind() == amf::type::boolean &&
-                              in.header("DSPreserveDurable").as_bool());
+                          cx.who, durable.kind() == amf::type::boolean && durable.as_bool());
       break;
+    }
     default: {
       const auto add = header_strings(in, "DSAddSub");
       const auto subtopics = broker_.entry_subtopics(add);

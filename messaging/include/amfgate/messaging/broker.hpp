@@ -425,6 +425,10 @@ class broker final : public services::publisher {
   /// (handed over to the stream of its FlexClient, or passed as not selected).
   bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected,
                  std::chrono::steady_clock::time_point now);
+  /// `n` messages went to `s` (a poll read them, or its stream was handed one): it was used
+  /// now, and they count against its frequency.
+  static void delivered_to(subscription& s, std::uint64_t n,
+                           std::chrono::steady_clock::time_point now);
   /// `rewind` of the subscriptions of `client_id`, under the mutex: each cursor goes back,
   /// unless a poll read on since (`reads` counts them); then the next poll reports it lost.
   void rewind_locked(std::string_view client_id, const std::vector<moved>& cursors);
