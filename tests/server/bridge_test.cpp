@@ -486,6 +486,17 @@ TEST_F(Bridge, ADestinationsRightsHookIsAnUpstreamCall) {
   EXPECT_EQ(texts(ann_own.receive()), std::vector<std::string>{"mine"});
   EXPECT_TRUE(bob_own.receive().messages().empty());  // what was blocked reached nobody
 
+  // A MULTI_SUBSCRIBE whose entries differ by their selector only asks once.
+  flex_consumer multi{ann, "chat"};
+  amf::document entries;
+  amf::array_node* add = entries.array();
+  for (const char* e : {"rooms.ann_;_n = 1", "rooms.ann_;_n = 2"}) {
+    add->dense.push_back(entries.string(e));
+  }
+  ASSERT_EQ(fault_text(multi.command(amf::flex::operation::multi_subscribe,
+                                     {{"DSAddSub", amf::value::of(add)}})),
+            "");
+
   // An upstream that fails refuses: the hook fails closed, and says why.
   flex_consumer broken{ann, "chat", "rooms.broken"};
   const std::string refused = fault_text(broken.subscribe());
@@ -498,7 +509,7 @@ TEST_F(Bridge, ADestinationsRightsHookIsAnUpstreamCall) {
   const auto asked = call(http, doc, "Svc.asked", {});
   const auto* list = asked.result.as_array();
   ASSERT_TRUE(list);
-  ASSERT_EQ(list->dense.size(), 6u);  // four subscribes, two sends
+  ASSERT_EQ(list->dense.size(), 7u);  // four subscribes, two sends, one for two entries
   const amf::value& send = list->dense[3];
   EXPECT_EQ(member(send, "operation"), "send");
   EXPECT_EQ(member(send, "destination"), "chat");
