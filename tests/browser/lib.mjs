@@ -5,11 +5,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import puppeteer from 'puppeteer-core';
 
-/** Starts `binary --config` on `config` (an object) in `work`; resolves {child, base, log()}. */
-export async function startDaemon(binary, config, work) {
-  const file = path.join(work, 'daemon.json');
+/** Starts `binary --config` on `config` (an object) in `work`, its files named `name`.json
+ *  and .log; resolves {child, base, log()}. */
+export async function startDaemon(binary, config, work, name = 'daemon') {
+  const file = path.join(work, `${name}.json`);
   fs.writeFileSync(file, JSON.stringify(config));
-  const logFile = path.join(work, 'daemon.log');
+  const logFile = path.join(work, `${name}.log`);
   const out = fs.openSync(logFile, 'w');
   // In `work`, where relative paths of the settings land; the binary as named from here.
   const child = spawn(path.resolve(binary), ['--config', file],

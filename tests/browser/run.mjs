@@ -4,6 +4,9 @@
 //   node run.mjs AMFGATE [BUILD_DIR]
 // The page echoes every value through each of Royale's AMF APIs and publishes its verdict;
 // this script prints it and fails on any mismatch, or if the browser did not preflight.
+// For the page's last step, a Consumer across a restart, a second daemon keeps messaging in a
+// Redis of the run's own (Debian's redis-server); the script restarts it, with another
+// instance on the same Redis publishing while it is away.
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -75,26 +78,56 @@ function serve(dir) {
 
 // 3. The test daemon (amfgate with the documentation's example services, the Ticker among
 //    them) on config/example.json's users, access rules and messaging, a Ticker publishing
-//    to its "ticks", a port of its own, CORS for the page's origin; and the bridge to the
-//    backend of the bridge's tests (tests/bridge/backend.py), which publishes to "news".
+//    to its "ticks", a port of its own (or `port`), CORS for the page's origin, messaging in
+//    the Redis on `redisPort` if given; and the bridge to the backend of the bridge's tests
+//    (tests/bridge/backend.py), which publishes to "news".
 const publishToken = crypto.randomBytes(24).toString('hex');
-function startGateway(origin, backendPort) {
+function startGateway(origin, backendPort, { redisPort, port = 0, name = 'daemon' } = {}) {
   const example = JSON.parse(fs.readFileSync(path.join(here, '../../config/example.json'), 'utf8'));
   return startDaemon(amfgate, {
-    listen: { address: '127.0.0.1', port: 0 },
+    listen: { address: '127.0.0.1', port },
     introspection: true,
     log: { level: 'debug', access: true, sinks: [{ type: 'stdout' }] },
     users: example.users,
     access: example.access,
     messaging: { ...example.messaging,
+                 store: redisPort ? 'redis' : 'memory',
                  destinations: { ...example.messaging.destinations, news: {},
-                                 brief: { subscription_timeout_ms: 1500 } } },
+                                 brief: { subscription_timeout_ms: 1500 }, relay: {} } },
+    ...(redisPort ? { sessions: { redis: { host: '127.0.0.1', port: redisPort } } } : {}),
     services: { Ticker: { destination: 'ticks', interval_ms: 1000 } },
     cors: { allow_origins: [origin] },
     upstreams: { backend: { url: `http://127.0.0.1:${backendPort}/amf/` } },
     bridge: { Bridged: 'backend' },
     publish: { enabled: true, tokens: [publishToken] },
-  }, work);
+  }, work, name);
+}
+
+// Debian's redis-server on a port of its own, keeping nothing on disk; resolves once it
+// accepts connections.
+async function startRedis(port) {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
+                                       '--save', '', '--appendonly', 'no'],
+                      { stdio: 'ignore' });
+  for (let i = 0; i < 200; i++) {
+    const up = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1', () => { s.end(); resolve(true); });
+      s.on('error', () => resolve(false));
+    });
+    if (up) return child;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill('SIGKILL');
+  throw new Error('redis-server did not start');
+}
+
+// POST /publish/relay on `daemon`: `body` to the page's Consumer.
+async function publish(daemon, body) {
+  const res = await fetch(`${daemon.base}/publish/relay`, {
+    method: 'POST', body: JSON.stringify({ body }),
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${publishToken}` },
+  });
+  if (res.status !== 202) throw new Error(`publishing ${body}: HTTP ${res.status}`);
 }
 
 function freePort() {
@@ -117,7 +150,7 @@ function startBackend(port, gatewayBase) {
   });
 }
 
-let gateway, server, browser, backend, status = 1;
+let gateway, relay, first, other, redis, server, browser, backend, status = 1;
 try {
   const started = Date.now();
   const page_dir = compile();
@@ -125,17 +158,38 @@ try {
   server = await serve(page_dir);
   const origin = `http://127.0.0.1:${server.address().port}`;
   const backendPort = await freePort();
+  const redisPort = await freePort();
+  redis = await startRedis(redisPort);
   gateway = await startGateway(origin, backendPort);
+  relay = await startGateway(origin, backendPort, { redisPort, name: 'relay' });
   backend = await startBackend(backendPort, gateway.base);
   browser = await launchChromium(work);
   const page = await browser.newPage();
   const console_lines = [];
   page.on('console', (m) => console_lines.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => console_lines.push(`page error: ${e.message}`));
-  await page.goto(`${origin}/index.html?gateway=${encodeURIComponent(`${gateway.base}/gateway`)}`);
-  await page.waitForFunction('window.amfgateVerdict', { timeout: 60_000 }).catch(() => {
-    throw new Error(`no verdict from the page in 60 s; its console:\n${console_lines.join('\n')}`);
-  });
+  await page.goto(`${origin}/index.html?gateway=${encodeURIComponent(`${gateway.base}/gateway`)}` +
+                  `&relay=${encodeURIComponent(`${relay.base}/gateway`)}`);
+  const waited = (what, seconds) => page.waitForFunction(what, { timeout: seconds * 1000 })
+    .catch(() => {
+      throw new Error(`no ${what} from the page in ${seconds} s; its console:\n` +
+                      console_lines.join('\n'));
+    });
+  // The page's last step: its Consumer across a restart of the daemon (App.mxml says how).
+  await waited('window.amfgateRelayReady', 60);
+  await publish(relay, 'r1');
+  await publish(relay, 'r2');
+  await waited('window.amfgateRelay.length >= 2', 20);
+  first = relay;
+  await stopDaemon(first);
+  other = await startGateway(origin, backendPort, { redisPort, name: 'other' });
+  await publish(other, 'r3');
+  await publish(other, 'r4');
+  relay = await startGateway(origin, backendPort,
+                             { redisPort, port: Number(new URL(first.base).port), name: 'restarted' });
+  await publish(relay, 'r5');
+  await publish(relay, 'r6');
+  await waited('window.amfgateVerdict', 60);
   const verdict = JSON.parse(await page.evaluate('window.amfgateVerdict'));
   // What a person would see: the page's verdict in its title and body.
   await page.screenshot({ path: path.join(build, 'page.png') });
@@ -146,11 +200,14 @@ try {
   // The calls were cross-origin: the browser asked first, and amfgate let it. (The access
   // log is complete once the daemon has exited: lines are written in batches.)
   await stopDaemon(gateway);
+  await stopDaemon(relay);
+  await stopDaemon(other);
   const preflights = (gateway.log().match(/"OPTIONS \/gateway[^"]*" 204/g) || []).length;
-  // And it stopped cleanly (under ASan, a use after free on the way out aborts the exit).
-  const exit = gateway.child.exitCode;
+  // And each stopped cleanly (under ASan, a use after free on the way out aborts the exit).
+  const exits = [gateway, first, other, relay].map((d) => d.child.exitCode);
+  const exit = exits.find((e) => e !== 0) ?? 0;
   console.log(`${verdict.passed} passed, ${verdict.failed} failed in the page; ` +
-              `${preflights} CORS preflights answered 204; the daemon exited with ${exit}`);
+              `${preflights} CORS preflights answered 204; the daemons exited with ${exits}`);
   status = verdict.failed === 0 && verdict.passed > 0 && preflights > 0 && exit === 0 ? 0 : 1;
   if (status !== 0) console.log(`page console:\n${console_lines.join('\n')}`);
 } catch (e) {
@@ -160,6 +217,9 @@ try {
   if (server) server.close();
   if (backend) backend.kill('SIGKILL');
   await stopDaemon(gateway);
+  await stopDaemon(relay);
+  await stopDaemon(other);
+  if (redis) redis.kill('SIGKILL');
   if (status === 0) fs.rmSync(work, { recursive: true, force: true });
   else console.log(`kept ${work} (daemon.log); the page: ${path.join(build, 'page.png')}`);
 }
