@@ -1060,9 +1060,14 @@ bool broker::owned_by(std::string_view client_id, std::string_view session) cons
 }
 
 void broker::rebind(std::string_view client_id, std::string_view from, std::string_view to) {
+  if (from.empty()) return;
   const std::lock_guard lock(mutex_);
+  // What it is to be told follows too, whether or not the FlexClient is still kept.
+  if (const auto t = to_tell_.find(client_id); t != to_tell_.end() && t->second.owner == from) {
+    t->second.owner = to;
+  }
   const auto it = clients_.find(client_id);
-  if (it == clients_.end() || it->second.owner != from || from.empty()) return;
+  if (it == clients_.end() || it->second.owner != from) return;
   bind(it->second, to);
 }
 

@@ -156,7 +156,11 @@ TEST(MessagingState, WhatTimedOutSubscriptionsAreToldIsBoundedAndToldOnce) {
   EXPECT_EQ(m.snapshot().destinations.at(0).timed_out, 3u);
   EXPECT_EQ(m.snapshot().subscriptions, 0u);
   EXPECT_THROW(m.poll("first", "", bob), fault);  // another session's: not for it
-  const auto told = m.poll("first", "", ann);
+  // A login moved ann's session to a new id: what "first" is to be told follows it.
+  const caller ann_again{"session-ann-2", "10.0.0.1:1"};
+  m.rebind("first", ann.session, ann_again.session);
+  EXPECT_THROW(m.poll("first", "", ann), fault);
+  const auto told = m.poll("first", "", ann_again);
   EXPECT_TRUE(told.messages.empty());
   std::vector<std::string> ids;
   for (const auto& e : told.invalidated) {
@@ -165,7 +169,7 @@ TEST(MessagingState, WhatTimedOutSubscriptionsAreToldIsBoundedAndToldOnce) {
   }
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(ids, (std::vector<std::string>{"a", "b"}));
-  EXPECT_THROW(m.poll("first", "", ann), fault);  // told once
+  EXPECT_THROW(m.poll("first", "", ann_again), fault);  // told once
 }
 
 TEST(MessagingState, APollParkedJustAfterAMessageCameReadsAgainAtOnce) {
