@@ -464,12 +464,8 @@ TEST_F(Bridge, ADestinationsRightsHookIsAnUpstreamCall) {
               "users": [{"name": "ann", "password": ")" +
            hash + R"("}, {"name": "bob", "password": ")" + hash + R"("}])");
   const auto logged_in = [&](const std::string& user) {
-    flex_channel c(d.port());
-    c.connect();
-    amf::document doc;
-    const auto r =
-        c.exchange({client::flex_command(doc, amf::flex::operation::login, c.dsid, user, "pw")});
-    EXPECT_FALSE(r.at(0).is_fault()) << fault_text(r.at(0));
+    flex_channel c = connected(d.port());
+    EXPECT_TRUE(login(c, user, "pw")) << user;
     return c;
   };
   flex_channel ann = logged_in("ann"), bob = logged_in("bob");

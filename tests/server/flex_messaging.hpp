@@ -300,6 +300,15 @@ inline flex_channel connected(std::uint16_t port) {
   return c;
 }
 
+/// The Flex SDK's login (ChannelSet.login) on `c`: whether it was accepted.
+inline bool login(flex_channel& c, std::string_view user, std::string_view password) {
+  amf::document doc;
+  return !c.exchange(
+               {client::flex_command(doc, amf::flex::operation::login, c.dsid, user, password)})
+              .at(0)
+              .is_fault();
+}
+
 /// "code: string" of a fault; empty for an answer that is not one.
 inline std::string fault_text(const flex_reply& r) {
   return r.is_fault() ? std::string(r.m.fault_code) + ": " + std::string(r.m.fault_string) : "";

@@ -37,13 +37,6 @@ class MessagingHostile : public ::testing::Test {
 };
 daemon* MessagingHostile::d_ = nullptr;
 
-bool login(flex_channel& c, const char* user, const char* password) {
-  amf::document doc;
-  return !c.exchange({client::flex_command(doc, op::login, c.dsid, user, password)})
-              .at(0)
-              .is_fault();
-}
-
 // Item 10: a timeToLive of 1e16 overflowed the expiry (the sanitizer build aborted), and one
 // of 1e300 or infinity was acknowledged and never delivered.
 TEST_F(MessagingHostile, HugeAndOddTimesToLiveAreDelivered) {

@@ -30,9 +30,7 @@ class Rooms : public ::testing::Test {
   /// A channel logged in as `user`.
   static flex_channel logged_in(const std::string& user) {
     flex_channel c = connected(port());
-    amf::document doc;
-    const auto r = c.exchange({client::flex_command(doc, op::login, c.dsid, user, "pw")});
-    EXPECT_FALSE(r.at(0).is_fault()) << fault_text(r.at(0));
+    EXPECT_TRUE(login(c, user, "pw")) << user;
     return c;
   }
 
