@@ -610,7 +610,7 @@ std::vector<broker::moved> broker::unwritten(const std::vector<waiter::handed>& 
   std::vector<moved> out;
   for (const auto& h : handed) {
     const std::uint64_t at = h.message->index;
-    out.push_back({*h.subscription, at, at + 1, 1, h.reads});
+    out.push_back({h.subscription, at, at + 1, 1, h.reads});
   }
   return out;
 }
@@ -1131,17 +1131,18 @@ broker::batch broker::poll(std::string_view client_id, std::string_view subscrip
   // (Keyed by views of the deliveries left out: they go only once the cursors are set.)
   std::map<std::string_view, std::uint64_t> left_out;
   for (std::size_t i = keep; i < out.messages.size(); ++i) {
-    left_out.emplace(out.messages[i].subscription, out.messages[i].message->index);
+    left_out.emplace(*out.messages[i].subscription, out.messages[i].message->index);
   }
   const auto kept = out.messages.begin() + static_cast<std::ptrdiff_t>(keep);
   for (const auto& r : read) {
     const auto l = left_out.find(r.s->id);
     r.s->cursor = l == left_out.end() ? r.end : l->second;
     if (r.s->cursor != r.from) ++r.s->reads;
-    const auto delivered = static_cast<std::uint64_t>(std::count_if(
-        out.messages.begin(), kept, [&](const delivery& m) { return m.subscription == r.s->id; }));
+    const auto delivered = static_cast<std::uint64_t>(
+        std::count_if(out.messages.begin(), kept,
+                      [&](const delivery& m) { return m.subscription == r.s->shared_id; }));
     if (delivered != 0) {
-      out.cursors.push_back({r.s->id, r.from, r.s->cursor, delivered, r.s->reads});
+      out.cursors.push_back({r.s->shared_id, r.from, r.s->cursor, delivered, r.s->reads});
       delivered_to(*r.s, delivered, now);
     }
   }
@@ -1189,7 +1190,7 @@ std::uint64_t broker::read_subscription(
       } else if (message.bytes() > max_bytes) {  // no reply may carry it: lost, once passed
         oversized.emplace_back(&s, message.index);
       } else {
-        out.messages.push_back({s.id, *m});
+        out.messages.push_back({s.shared_id, *m});
         ++taken;
       }
     }
@@ -1218,7 +1219,7 @@ boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client
 
 void broker::rewind_locked(std::string_view client_id, const std::vector<moved>& cursors) {
   for (const auto& c : cursors) {
-    const auto it = subscriptions_.find(c.subscription);
+    const auto it = subscriptions_.find(*c.subscription);
     if (it == subscriptions_.end() || it->second.client != client_id) continue;
     subscription& s = it->second;
     // Unless a poll read on since (a message handed over to a stream moves the cursor too).
@@ -1532,7 +1533,7 @@ amf::value broker::message_for(amf::document& doc, const delivery& d) {
   // Decoded values point into what they were decoded from: the bytes are copied into `doc`.
   m.body = amf::decode_amf3(doc.copy(amf::as_bytes(s.body)), doc);
   if (!s.headers.empty()) m.headers = amf::decode_amf3(doc.copy(amf::as_bytes(s.headers)), doc);
-  m.client_id = doc.string(d.subscription);
+  m.client_id = doc.string(*d.subscription);
   m.destination = doc.copy(s.destination);
   m.message_id = doc.copy(s.message_id);
   m.timestamp = s.timestamp;
@@ -1571,9 +1572,10 @@ broker::encoding broker::encoded_for(const stored& m) {
     }
     amf::document doc;
     std::string out;
-    // (No owner: the delivery lives only within this call.)
+    // (No owners: the delivery lives only within this call.)
+    const std::shared_ptr<const std::string> id(std::shared_ptr<const std::string>(), &marker);
     const std::shared_ptr<const stored> unowned(std::shared_ptr<const stored>(), &m);
-    amf::encode_amf3(message_for(doc, {marker, unowned}), out);
+    amf::encode_amf3(message_for(doc, {id, unowned}), out);
     // The marker goes inline: its length as a U29 of (size << 1 | 1), then its bytes.
     static_assert(sizeof "amfgate-client-" - 1 + 36 < 64, "the marker's length takes one byte");
     const std::size_t at = out.find(marker);

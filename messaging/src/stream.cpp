@@ -42,7 +42,7 @@ void append_handed(std::string& out, const broker::waiter::handed& h, amf::docum
   const auto [before, after] = broker::encoded_for(*h.message);
   const std::string& id = *h.subscription;
   if (before.empty() || id.empty() || id.size() >= (1U << 27)) {  // (the empty one has no slot)
-    append_message(out, broker::message_for(doc, {id, h.message}));
+    append_message(out, broker::message_for(doc, {h.subscription, h.message}));
     return;
   }
   char header[4];  // the inline string's: a U29 of (size << 1 | 1)

@@ -253,7 +253,7 @@ net::awaitable<void> redis_messaging::rewind(std::string client,
                                              std::vector<broker::moved> cursors) {
   std::vector<std::string> args{"EVAL", rewind_script, "1", prefix_ + "client:" + client};
   for (const auto& c : cursors) {
-    args.push_back(c.subscription);
+    args.push_back(*c.subscription);
     args.push_back(std::to_string(c.from));
     args.push_back(std::to_string(c.to));
   }

@@ -97,14 +97,14 @@ class broker final : public services::publisher {
 
   /// One message for one subscription.
   struct delivery {
-    std::string subscription;
+    std::shared_ptr<const std::string> subscription;  ///< its id, shared with it: no copy
     std::shared_ptr<const stored> message;
   };
 
   /// What a poll reads.
   /// A subscription's cursor as a poll moved it: from `from` to `to`.
   struct moved {
-    std::string subscription;
+    std::shared_ptr<const std::string> subscription;  ///< its id, shared with it
     std::uint64_t from = 0, to = 0;
     std::uint64_t delivered = 0;  ///< of the batch's messages, this subscription's
     std::uint64_t reads = 0;      ///< the subscription's count of reads after this one
