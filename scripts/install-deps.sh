@@ -5,14 +5,14 @@
 set -euo pipefail
 
 build_pkgs=(g++ cmake make pkg-config nlohmann-json3-dev libboost1.81-dev libspdlog-dev
-  libcrypt-dev libssl-dev libhiredis-dev dpkg-dev file pybind11-dev python3-dev)
+  libcrypt-dev libssl-dev libhiredis-dev libmimalloc-dev dpkg-dev file pybind11-dev python3-dev)
 test_pkgs=(libgtest-dev libbenchmark-dev clang-16 libclang-rt-16-dev clang-format wrk zlib1g-dev
   redis-server nginx libsqlite3-dev chromium openjdk-17-jdk-headless python3-flask gunicorn
   liburing-dev python3-pytest python3-hypothesis python3-defusedxml cython3 python3-venv
   python3-wheel)
 
 case "${1:-test}" in
-  runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libssl3 libhiredis0.14) ;;
+  runtime) pkgs=(libspdlog1.10 libfmt9 libcrypt1 libssl3 libhiredis0.14 libmimalloc2.0) ;;
   build) pkgs=("${build_pkgs[@]}") ;;
   test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
   *) echo "usage: $0 [runtime|build|test]" >&2; exit 2 ;;
