@@ -11,13 +11,13 @@ import dataclasses
 from typing import NamedTuple
 
 from . import _amfgate
-from ._types import (ArrayCollection, ArrayList, DecodeError, Dictionary, MixedArray,
+from ._types import (ArrayCollection, ArrayList, DecodeError, Dictionary, External, MixedArray,
                      ObjectProxy, TypedObject, Undefined, XML, XMLDocument, undefined)
 
 __all__ = ["loads", "dumps", "dumps_into", "loads_all", "dumps_all", "decode_packet", "encode_packet", "Packet", "Header",
            "Body", "register_class", "unregister_class", "DecodeError", "undefined",
            "Undefined", "XML", "XMLDocument", "TypedObject", "MixedArray", "Dictionary", "ArrayCollection",
-           "ArrayList", "ObjectProxy"]
+           "ArrayList", "ObjectProxy", "External"]
 
 loads = _amfgate.loads
 dumps = _amfgate.dumps

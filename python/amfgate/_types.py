@@ -1,7 +1,9 @@
 """The Python forms of AMF values that have no plain Python type."""
 
+import struct
+
 __all__ = ["Undefined", "undefined", "XML", "XMLDocument", "TypedObject", "MixedArray",
-           "Dictionary", "ArrayCollection", "ArrayList", "ObjectProxy", "DecodeError"]
+           "Dictionary", "ArrayCollection", "ArrayList", "ObjectProxy", "External", "DecodeError"]
 
 
 class Undefined:
@@ -103,6 +105,61 @@ class ObjectProxy(dict):
     """flex.messaging.io.ObjectProxy: an object Flex watches for changes."""
 
     alias = "flex.messaging.io.ObjectProxy"
+
+
+class External:
+    """An IExternalizable object to encode: its class alias, and its payload as ActionScript's
+    ``writeExternal`` writes it, through IDataOutput's calls (and Py3AMF's
+    ``writeUnsignedByte`` and ``writeUnsignedShort``). The calls are recorded here, then
+    written in order when the object is encoded (always in AMF3); the values of
+    ``writeObject`` share the reference tables of the rest of the encoding. Whoever reads it
+    must know the class: an externalizable payload has no length on the wire."""
+
+    __slots__ = ("alias", "ops")
+    charsets = ("utf-8", "utf8", "iso-8859-1", "latin1", "us-ascii", "ascii")
+
+    def __init__(self, alias):
+        if not isinstance(alias, str) or not alias:
+            raise TypeError("External takes the class alias, a non-empty str")
+        self.alias = alias
+        self.ops = []  # (kind, value) or ("multi_byte", value, charset), in call order
+
+    def __repr__(self):
+        return f"External({self.alias!r}, {len(self.ops)} calls)"
+
+    def _records(kind, convert):  # noqa: N805 (a method maker, used in this body only)
+        def write(self, value):
+            self.ops.append((kind, convert(value)))
+        return write
+
+    writeBoolean = _records("boolean", bool)
+    writeByte = _records("byte", int)
+    writeUnsignedByte = _records("unsigned_byte", int)
+    writeShort = _records("short", int)
+    writeUnsignedShort = _records("unsigned_short", int)
+    writeInt = _records("int", int)
+    writeUnsignedInt = _records("unsigned_int", int)
+    writeDouble = _records("double", float)
+    writeUTFBytes = _records("utf_bytes", str)
+    writeBytes = _records("bytes", bytes)
+    writeObject = _records("object", lambda value: value)
+    del _records
+
+    def writeFloat(self, value):
+        value = float(value)
+        struct.pack(">f", value)  # OverflowError beyond a float's range, as Python's own
+        self.ops.append(("float", value))
+
+    def writeUTF(self, value):
+        """A string with its UTF-8 length first, as 16 bits."""
+        if len(value.encode("utf-8")) > 0xFFFF:
+            raise ValueError("writeUTF takes at most 65535 bytes of UTF-8")
+        self.ops.append(("utf", str(value)))
+
+    def writeMultiByte(self, value, charset):
+        if charset.lower() not in self.charsets:
+            raise ValueError(f"writeMultiByte: charset {charset!r} is none of {self.charsets}")
+        self.ops.append(("multi_byte", str(value), charset))
 
 
 class DecodeError(ValueError):

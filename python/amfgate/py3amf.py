@@ -14,10 +14,13 @@ ElementTree elements, naive UTC datetimes (moved by ``timezone_offset``), and
 ``pyamf.flex.ArrayCollection`` and ``ObjectProxy``. ``uninstall()`` puts Py3AMF's codec back.
 ``timezone_offset`` moves decoded dates; encoding takes datetimes as UTC, as amfgate does.
 
+A class that writes itself (``__writeamf__``, ``external = True``) is written by running its
+``__writeamf__`` against an ``amfgate.External``, which records the calls. Reading one back
+needs a codec for its class: amfgate's reads the Flex collections and small messages.
+
 What the drop-in leaves to Py3AMF: its ``Encoder`` and ``Decoder`` classes (``get_encoder``,
-``get_decoder``), which tests and tools drive element by element, and classes that
-serialise themselves (``__writeamf__``/``__readamf__``, ``external = True``): encoding one
-raises ``pyamf.EncodeError``. docs/python.md lists what differs.
+``get_decoder``), which tests and tools drive element by element, and ``__readamf__``.
+docs/python.md lists what differs.
 """
 import array
 import datetime
@@ -239,10 +242,10 @@ def _typed(obj):
     """A Py3AMF object as amfgate's TypedObject: its alias's encodable attributes, the static
     ones sealed."""
     alias = _alias_of(obj)
-    if alias.external:
-        raise pyamf.EncodeError(
-            f"{alias.alias or type(obj).__name__} serialises itself (__writeamf__), which "
-            "amfgate's drop-in does not run")
+    if alias.external:  # it writes itself: its IDataOutput calls are recorded, then written
+        out = amfgate.External(alias.alias)
+        obj.__writeamf__(out)
+        return out
     attrs = alias.getEncodableAttributes(obj)
     made = amfgate.TypedObject("" if alias.anonymous else alias.alias,
                                {str(k) if isinstance(k, int) else k: v for k, v in attrs.items()})

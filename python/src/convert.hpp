@@ -27,7 +27,7 @@ namespace py = pybind11;
 /// One per interpreter, kept for its life (never destroyed: Python may be gone by then).
 struct state {
   py::object undefined, xml, xml_document, typed_object, mixed_array, dictionary, array_collection,
-      array_list, object_proxy, decode_error, array_array;
+      array_list, object_proxy, external, decode_error, array_array;
 
   struct registered {
     py::object cls;
@@ -85,6 +85,8 @@ class from_python {
   amf::value typed(py::handle obj, const state::registered& r);
   amf::value date(py::handle obj);
   amf::value external(py::handle obj, std::string_view alias, bool list);
+  amf::value recorded(py::handle obj);
+  const amf::traits* external_traits(std::string_view alias);
   std::string_view text(py::handle str);
   std::string_view member_name(py::handle key);
   py::handle hold(PyObject* o);

@@ -2,7 +2,9 @@
 #include <amf/civil_date.hpp>
 #include <amf/externalizable.hpp>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "convert.hpp"
@@ -116,6 +118,7 @@ amf::value from_python::node_of(py::handle obj) {
     return sequence(obj);
   }
   if (is_instance(obj, st.array_array)) return vector(obj);
+  if (is_instance(obj, st.external)) return recorded(obj);
   if (!opt_.default_fn.is_none()) return replaced(obj, opt_.default_fn);
   fail(PyExc_TypeError, "an object of type " + type_name(obj) +
                             " (register its class with amfgate.register_class, or pass default=)");
@@ -495,14 +498,18 @@ amf::value from_python::date(py::handle obj) {
   return amf::value::of(doc_.create<amf::date_node>(ms - opt_.date_shift_ms, std::int16_t{0}));
 }
 
-amf::value from_python::external(py::handle obj, std::string_view alias, bool list) {
+const amf::traits* from_python::external_traits(std::string_view alias) {
   auto& cls = traits_[std::string(alias)];
   if (cls == nullptr) {
     amf::traits* t = doc_.make_traits(alias, false);
     t->externalizable = true;
     cls = t;
   }
-  amf::external_node* e = doc_.external(cls);
+  return cls;
+}
+
+amf::value from_python::external(py::handle obj, std::string_view alias, bool list) {
+  amf::external_node* e = doc_.external(external_traits(alias));
   amf::value v = remember(obj.ptr(), amf::value::of(e));
   e->layout = amf::external_node::form::single;
   // The payload is built from a plain copy, so that it is not taken for the wrapper itself.
@@ -513,6 +520,96 @@ amf::value from_python::external(py::handle obj, std::string_view alias, bool li
   keep_.push_back(plain);
   const in_amf3 amf3(opt_);
   e->payload = list ? sequence(plain) : dict(plain, {});
+  return v;
+}
+
+// An amfgate.External: its IDataOutput calls, written in order.
+amf::value from_python::recorded(py::handle obj) {
+  using op = amf::external_op;
+  static const std::unordered_map<std::string_view, op::kind_t> kinds{
+      {"boolean", op::boolean},
+      {"byte", op::byte},
+      {"unsigned_byte", op::unsigned_byte},
+      {"short", op::short_},
+      {"unsigned_short", op::unsigned_short},
+      {"int", op::int_},
+      {"unsigned_int", op::unsigned_int},
+      {"float", op::float_},
+      {"double", op::double_},
+      {"utf", op::utf},
+      {"utf_bytes", op::utf_bytes},
+      {"multi_byte", op::multi_byte},
+      {"bytes", op::utf_bytes},
+      {"object", op::object}};
+  const py::handle alias = keep_.emplace_back(obj.attr("alias"));
+  if (!PyUnicode_Check(alias.ptr())) fail(PyExc_TypeError, "an External whose alias is not a str");
+  amf::external_node* e = doc_.external(external_traits(text(alias)));
+  const amf::value v = remember(obj.ptr(), amf::value::of(e));
+  e->layout = amf::external_node::form::ops;
+  const in_amf3 amf3(opt_);
+  const py::handle calls = keep_.emplace_back(obj.attr("ops"));
+  if (!PyList_Check(calls.ptr())) fail(PyExc_TypeError, "an External whose ops are not a list");
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls.ptr()); ++i) {
+    const py::handle call = hold(PyList_GET_ITEM(calls.ptr(), i));
+    path_.push_back({static_cast<std::size_t>(i), {}});
+    const Py_ssize_t n = PyTuple_Check(call.ptr()) ? PyTuple_GET_SIZE(call.ptr()) : 0;
+    const auto kind = n >= 2 && PyUnicode_Check(PyTuple_GET_ITEM(call.ptr(), 0))
+                          ? kinds.find(text(PyTuple_GET_ITEM(call.ptr(), 0)))
+                          : kinds.end();
+    if (kind == kinds.end()) fail(PyExc_TypeError, "an External call that is not (kind, value)");
+    const py::handle arg = PyTuple_GET_ITEM(call.ptr(), 1);
+    op o{kind->second, 0, {}, {}};
+    switch (o.kind) {
+      case op::boolean:
+        o.val = amf::value::boolean(PyObject_IsTrue(arg.ptr()) == 1);
+        break;
+      case op::byte:
+      case op::unsigned_byte:
+      case op::short_:
+      case op::unsigned_short:
+      case op::int_: {
+        const unsigned long bits = PyLong_AsUnsignedLongMask(arg.ptr());
+        if (PyErr_Occurred()) throw py::error_already_set();
+        o.val = amf::value::integer(static_cast<std::int32_t>(static_cast<std::uint32_t>(bits)));
+        break;
+      }
+      case op::unsigned_int:
+      case op::float_:
+      case op::double_:
+        o.val = amf::value::number(PyFloat_AsDouble(arg.ptr()));
+        if (PyErr_Occurred()) throw py::error_already_set();
+        if (o.kind == op::float_ && std::isfinite(o.val.to_double()) &&
+            std::fabs(o.val.to_double()) > std::numeric_limits<float>::max()) {
+          fail(PyExc_OverflowError, "a float beyond 32 bits' range");
+        }
+        break;
+      case op::utf:
+      case op::multi_byte:
+        if (!PyUnicode_Check(arg.ptr())) fail(PyExc_TypeError, "a string call without a str");
+        o.val = amf::value::string(text(arg));
+        if (o.kind == op::multi_byte) {
+          if (n < 3 || !PyUnicode_Check(PyTuple_GET_ITEM(call.ptr(), 2)))
+            fail(PyExc_TypeError, "a multi_byte call without its charset");
+          o.charset = text(PyTuple_GET_ITEM(call.ptr(), 2));
+        }
+        break;
+      case op::utf_bytes:  // writeUTFBytes's text, or writeBytes's bytes: written as they are
+        if (PyBytes_Check(arg.ptr())) {
+          o.val = amf::value::string(std::string_view(
+              PyBytes_AS_STRING(arg.ptr()), static_cast<std::size_t>(PyBytes_GET_SIZE(arg.ptr()))));
+        } else if (PyUnicode_Check(arg.ptr())) {
+          o.val = amf::value::string(text(arg));
+        } else {
+          fail(PyExc_TypeError, "a bytes call without str or bytes");
+        }
+        break;
+      case op::object:
+        o.val = convert(arg);
+        break;
+    }
+    e->ops.push_back(o);
+    path_.pop_back();
+  }
   return v;
 }
 

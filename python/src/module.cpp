@@ -25,6 +25,7 @@ state& state::get() {
     st->array_collection = types.attr("ArrayCollection");
     st->array_list = types.attr("ArrayList");
     st->object_proxy = types.attr("ObjectProxy");
+    st->external = types.attr("External");
     st->decode_error = types.attr("DecodeError");
     st->array_array = py::module_::import("array").attr("array");
     return st;

@@ -18,10 +18,6 @@ import sys
 
 # Tests that cannot pass with the drop-in, and why (docs/python.md lists them too).
 KNOWN = {
-    "pyamf/tests/test_flex_messaging.py::SmallMessageTestCase::test_acknowledge":
-        "encodes a small message (DSK) class that writes itself with __writeamf__",
-    "pyamf/tests/test_flex_messaging.py::SmallMessageTestCase::test_command":
-        "encodes a small message (DSC) class that writes itself with __writeamf__",
     "pyamf/tests/test_remoting.py::DecoderTestCase::test_invalid_body_data_length":
         "expects strict decoding to check a body's length field; amfgate never trusts them",
     "pyamf/tests/test_remoting.py::DecoderTestCase::test_invalid_header_data_length":

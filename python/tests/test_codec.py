@@ -359,3 +359,46 @@ def test_encoders_by_exact_type_and_a_timezone_offset():
     assert amfgate.loads(shifted) == datetime.datetime(2020, 1, 1, 10, tzinfo=UTC)
     with pytest.raises(TypeError, match="encoders is a dict"):
         amfgate.dumps(1, encoders=[])
+
+
+def test_an_external_writes_its_calls_in_order_with_shared_tables():
+    e = amfgate.External("com.example.Point")
+    e.writeInt(3)
+    e.writeDouble(1.5)
+    e.writeUTF("hé")
+    e.writeObject({"a": [1, 2]})
+    e.writeObject("x")
+    e.writeObject("x")  # a string reference
+    e.writeBytes(b"\x00\xff")
+    e.writeMultiByte("é", "latin1")
+    e.writeUnsignedByte(255)
+    e.writeBoolean(True)
+    assert amfgate.dumps([e, e]) == bytes.fromhex(
+        "090501"  # a dense array of two
+        "0a07" "23" + "com.example.Point".encode().hex() +  # externalizable traits, inline
+        "00000003" "3ff8000000000000" "000368c3a9"  # writeInt, writeDouble, writeUTF
+        "0a0b01036109050104010402" "01"  # writeObject({"a": [1, 2]})
+        "060378" "0604"  # "x", then string reference 2 ("com.example.Point", "a", "x")
+        "00ff" "e9" "ff" "01"  # writeBytes, writeMultiByte (Latin-1), writeUnsignedByte, bool
+        "0a02")  # the second is a reference to the first object
+    assert amfgate.dumps(e, amf3=False)[:1] == b"\x11"  # AMF0 switches to AMF3 for it
+    # Without a codec for its class nothing can read it back: no length on the wire.
+    with pytest.raises(amfgate.DecodeError) as err:
+        amfgate.loads(amfgate.dumps(e))
+    assert err.value.reason == "unknown_externalizable"
+
+
+def test_an_external_refuses_what_it_cannot_write():
+    e = amfgate.External("X")
+    e.writeObject(object())
+    with pytest.raises(TypeError, match=r"at k\[0\]\[0\]"):
+        amfgate.dumps({"k": [e]})
+    with pytest.raises(ValueError, match="charset"):
+        amfgate.External("X").writeMultiByte("a", "koi8-r")
+    with pytest.raises(ValueError, match="65535"):
+        amfgate.External("X").writeUTF("a" * 70000)
+    with pytest.raises(OverflowError):
+        amfgate.External("X").writeFloat(1e300)
+    with pytest.raises(TypeError):
+        amfgate.External("")
+

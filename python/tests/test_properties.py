@@ -4,6 +4,7 @@ libFuzzer; this covers the Python side of it)."""
 import array
 import datetime
 import math
+import struct
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -107,3 +108,32 @@ def test_any_bytes_decode_or_raise_decode_error(data, amf3):
         amfgate.decode_packet(data)
     except amfgate.DecodeError as e:
         assert e.reason
+
+
+# IDataOutput calls with no object among them, and the bytes ActionScript writes for each.
+_calls = st.one_of(
+    st.booleans().map(lambda v: ("writeBoolean", (v,), bytes([v]))),
+    st.integers(-128, 127).map(lambda v: ("writeByte", (v,), struct.pack(">b", v))),
+    st.integers(0, 255).map(lambda v: ("writeUnsignedByte", (v,), struct.pack(">B", v))),
+    st.integers(-2**15, 2**15 - 1).map(lambda v: ("writeShort", (v,), struct.pack(">h", v))),
+    st.integers(0, 2**16 - 1).map(lambda v: ("writeUnsignedShort", (v,), struct.pack(">H", v))),
+    st.integers(-2**31, 2**31 - 1).map(lambda v: ("writeInt", (v,), struct.pack(">i", v))),
+    st.integers(0, 2**32 - 1).map(lambda v: ("writeUnsignedInt", (v,), struct.pack(">I", v))),
+    st.floats(width=32, allow_nan=False).map(lambda v: ("writeFloat", (v,), struct.pack(">f", v))),
+    st.floats(allow_nan=False).map(lambda v: ("writeDouble", (v,), struct.pack(">d", v))),
+    st.text(max_size=20).map(lambda v: ("writeUTF", (v,),
+                                        struct.pack(">H", len(v.encode())) + v.encode())),
+    st.text(max_size=20).map(lambda v: ("writeUTFBytes", (v,), v.encode())),
+    st.text(alphabet=st.characters(max_codepoint=255), max_size=20).map(
+        lambda v: ("writeMultiByte", (v, "iso-8859-1"), v.encode("latin-1"))),
+    st.binary(max_size=20).map(lambda v: ("writeBytes", (v,), v)))
+
+
+@settings(max_examples=300)
+@given(st.lists(_calls, max_size=12))
+def test_an_external_writes_what_actionscript_writes(calls):
+    e = amfgate.External("a.B")
+    for name, args, _ in calls:
+        getattr(e, name)(*args)
+    traits = b"\x0a\x07\x07a.B"  # an object, externalizable traits inline, its alias
+    assert amfgate.dumps(e) == traits + b"".join(expected for _, _, expected in calls)
