@@ -76,7 +76,7 @@ def _slots(cls):
     return names
 
 
-def register_class(cls, alias, *, members=None, dynamic=None):
+def register_class(cls, alias, *, members=None, dynamic=None, externalizable=None):
     """Maps the ActionScript or Java class ``alias`` to ``cls``, both ways.
 
     ``members`` are the sealed members, in order. By default they are a dataclass's fields,
@@ -85,9 +85,23 @@ def register_class(cls, alias, *, members=None, dynamic=None):
     ``_``) go too; by default, when ``members`` are not given and instances have a
     ``__dict__``. Decoding makes instances with ``cls.__new__`` and sets the members as
     attributes, without calling ``__init__``.
+
+    ``externalizable``: the class writes and reads itself, as an ActionScript
+    IExternalizable does, with ``__writeamf__(self, output)`` (an ``External``) and
+    ``__readamf__(self, input)``. Its payload has no length on the wire, so the codec reads it
+    by this layout: the IDataInput calls in order, each a kind (``"boolean"``, ``"byte"``,
+    ``"unsigned_byte"``, ``"short"``, ``"unsigned_short"``, ``"int"``, ``"unsigned_int"``,
+    ``"float"``, ``"double"``, ``"utf"``, ``"object"``) or ``("utf_bytes", length)``,
+    ``("multi_byte", length, charset)``.
     """
     if not isinstance(cls, type):
         raise TypeError("register_class takes a class")
+    if externalizable is not None:
+        for method in ("__readamf__", "__writeamf__"):
+            if not callable(getattr(cls, method, None)):
+                raise TypeError(f"an externalizable class has {method}")
+        _amfgate.register_class(cls, alias, [], False, list(externalizable))
+        return cls
     has_dict = "__dict__" in dir(cls) or not any("__slots__" in k.__dict__ for k in cls.__mro__[:-1])
     if members is None:
         if dataclasses.is_dataclass(cls):

@@ -162,6 +162,47 @@ class External:
         self.ops.append(("multi_byte", str(value), charset))
 
 
+class _Input:
+    """IDataInput over what the codec read of an object of a class registered with its
+    layout (``register_class(..., externalizable=[...])``): its ``__readamf__`` reads the
+    calls in the order of the layout, with the same kinds."""
+
+    __slots__ = ("_alias", "_calls", "_at")
+
+    def __init__(self, alias, calls):
+        self._alias, self._calls, self._at = alias, calls, 0
+
+    def _next(self, kind):
+        if self._at >= len(self._calls) or self._calls[self._at][0] != kind:
+            had = self._calls[self._at][0] if self._at < len(self._calls) else "nothing more"
+            raise DecodeError(f"{self._alias}.__readamf__ read {kind} where its layout has {had}",
+                              "bad_external")
+        self._at += 1
+        return self._calls[self._at - 1][1]
+
+    def _reads(kind):  # noqa: N805 (a method maker, used in this body only)
+        return lambda self: self._next(kind)
+
+    readBoolean = _reads("boolean")
+    readByte = _reads("byte")
+    readUnsignedByte = _reads("unsigned_byte")
+    readShort = _reads("short")
+    readUnsignedShort = _reads("unsigned_short")
+    readInt = _reads("int")
+    readUnsignedInt = _reads("unsigned_int")
+    readFloat = _reads("float")
+    readDouble = _reads("double")
+    readUTF = _reads("utf")
+    readObject = _reads("object")
+    del _reads
+
+    def readUTFBytes(self, length):  # noqa: ARG002 (the layout gave the length)
+        return self._next("utf_bytes")
+
+    def readMultiByte(self, length, charset):  # noqa: ARG002
+        return self._next("multi_byte")
+
+
 class DecodeError(ValueError):
     """Bytes that are not valid AMF. ``reason`` names the fault (``truncated``,
     ``unknown_marker``, ``bad_reference``, ``depth_exceeded``, ``limit_exceeded``, ...) and

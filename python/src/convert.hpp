@@ -10,8 +10,12 @@
 #include <pybind11/pybind11.h>
 
 #include <amf/decode.hpp>
+#include <amf/externalizable.hpp>
 #include <amf/value.hpp>
+#include <array>
 #include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,12 +39,30 @@ struct state {
     std::vector<std::string> sealed;  ///< the sealed members, in order
     std::vector<py::object> names;    ///< the same, as interned Python strings
     bool dynamic = false;             ///< the rest of the instance's __dict__ goes too
+    /// Externalizable (register_class's externalizable=): the IDataInput calls of its payload,
+    /// which the codec reads; its __readamf__ and __writeamf__ run on them. Else not set.
+    std::optional<std::vector<amf::op_spec>> layout;
   };
   std::unordered_map<PyTypeObject*, registered> by_type;
   std::unordered_map<std::string, PyTypeObject*> by_alias;
+  /// The class codecs of a decode: the built-in ones and the registered layouts. Replaced,
+  /// never changed: a decode with the GIL released keeps the one it began with.
+  std::shared_ptr<const amf::class_registry> classes;
+  py::object data_input;  ///< amfgate._types._Input
 
   static state& get();
 };
+
+/// The IDataInput and IDataOutput calls by the names that amfgate.External records and that
+/// register_class's layouts list, in the order of external_op's kinds.
+inline constexpr std::array<std::string_view, amf::external_op::object + 1> call_names{
+    "boolean", "byte",   "unsigned_byte", "short",     "unsigned_short", "int",   "unsigned_int",
+    "float",   "double", "utf",           "utf_bytes", "multi_byte",     "object"};
+inline std::optional<amf::external_op::kind_t> call_kind(std::string_view name) {
+  for (std::size_t k = 0; k < call_names.size(); ++k)
+    if (call_names[k] == name) return static_cast<amf::external_op::kind_t>(k);
+  return std::nullopt;
+}
 
 /// Raises amfgate.DecodeError(message, reason, offset); `offset` < 0 leaves it None.
 [[noreturn]] void raise_decode_error(const std::string& message, std::string_view reason,
@@ -85,7 +107,7 @@ class from_python {
   amf::value typed(py::handle obj, const state::registered& r);
   amf::value date(py::handle obj);
   amf::value external(py::handle obj, std::string_view alias, bool list);
-  amf::value recorded(py::handle obj);
+  amf::value recorded(py::handle obj, py::handle written_by = {});
   const amf::traits* external_traits(std::string_view alias);
   std::string_view text(py::handle str);
   std::string_view member_name(py::handle key);

@@ -428,6 +428,11 @@ amf::value from_python::vector(py::handle obj) {
 }
 
 amf::value from_python::typed(py::handle obj, const state::registered& r) {
+  if (r.layout) {  // it writes itself: its IDataOutput calls, recorded
+    const py::handle out = keep_.emplace_back(state::get().external(r.alias));
+    obj.attr("__writeamf__")(out);
+    return recorded(out, obj);
+  }
   auto& cls = traits_[r.alias];
   if (cls == nullptr) {
     auto* t = doc_.create<amf::traits>(doc_.resource());
@@ -523,28 +528,15 @@ amf::value from_python::external(py::handle obj, std::string_view alias, bool li
   return v;
 }
 
-// An amfgate.External: its IDataOutput calls, written in order.
-amf::value from_python::recorded(py::handle obj) {
+// An amfgate.External: its IDataOutput calls, written in order. `written_by`: the object of a
+// registered class whose __writeamf__ made it, which stands for it.
+amf::value from_python::recorded(py::handle obj, py::handle written_by) {
   using op = amf::external_op;
-  static const std::unordered_map<std::string_view, op::kind_t> kinds{
-      {"boolean", op::boolean},
-      {"byte", op::byte},
-      {"unsigned_byte", op::unsigned_byte},
-      {"short", op::short_},
-      {"unsigned_short", op::unsigned_short},
-      {"int", op::int_},
-      {"unsigned_int", op::unsigned_int},
-      {"float", op::float_},
-      {"double", op::double_},
-      {"utf", op::utf},
-      {"utf_bytes", op::utf_bytes},
-      {"multi_byte", op::multi_byte},
-      {"bytes", op::utf_bytes},
-      {"object", op::object}};
   const py::handle alias = keep_.emplace_back(obj.attr("alias"));
   if (!PyUnicode_Check(alias.ptr())) fail(PyExc_TypeError, "an External whose alias is not a str");
   amf::external_node* e = doc_.external(external_traits(text(alias)));
   const amf::value v = remember(obj.ptr(), amf::value::of(e));
+  if (written_by) remember(written_by.ptr(), v);  // (its calls may write it again)
   e->layout = amf::external_node::form::ops;
   const in_amf3 amf3(opt_);
   const py::handle calls = keep_.emplace_back(obj.attr("ops"));
@@ -553,12 +545,14 @@ amf::value from_python::recorded(py::handle obj) {
     const py::handle call = hold(PyList_GET_ITEM(calls.ptr(), i));
     path_.push_back({static_cast<std::size_t>(i), {}});
     const Py_ssize_t n = PyTuple_Check(call.ptr()) ? PyTuple_GET_SIZE(call.ptr()) : 0;
-    const auto kind = n >= 2 && PyUnicode_Check(PyTuple_GET_ITEM(call.ptr(), 0))
-                          ? kinds.find(text(PyTuple_GET_ITEM(call.ptr(), 0)))
-                          : kinds.end();
-    if (kind == kinds.end()) fail(PyExc_TypeError, "an External call that is not (kind, value)");
+    const std::string_view name = n >= 2 && PyUnicode_Check(PyTuple_GET_ITEM(call.ptr(), 0))
+                                      ? text(PyTuple_GET_ITEM(call.ptr(), 0))
+                                      : std::string_view();
+    // (writeBytes's bytes go as they are, as writeUTFBytes's text does.)
+    const auto kind = name == "bytes" ? op::utf_bytes : call_kind(name);
+    if (!kind) fail(PyExc_TypeError, "an External call that is not (kind, value)");
     const py::handle arg = PyTuple_GET_ITEM(call.ptr(), 1);
-    op o{kind->second, 0, {}, {}};
+    op o{*kind, 0, {}, {}};
     switch (o.kind) {
       case op::boolean:
         o.val = amf::value::boolean(PyObject_IsTrue(arg.ptr()) == 1);

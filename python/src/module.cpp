@@ -26,6 +26,8 @@ state& state::get() {
     st->array_list = types.attr("ArrayList");
     st->object_proxy = types.attr("ObjectProxy");
     st->external = types.attr("External");
+    st->data_input = types.attr("_Input");
+    st->classes = std::make_shared<const amf::class_registry>(amf::class_registry::builtin());
     st->decode_error = types.attr("DecodeError");
     st->array_array = py::module_::import("array").attr("array");
     return st;
@@ -95,15 +97,22 @@ class input {
 // lets other threads gain.
 constexpr std::size_t release_gil_bytes = 16 * 1024;
 
-amf::decode_options limits(std::size_t max_depth, std::size_t max_elements,
-                           std::size_t max_references, std::size_t max_string_bytes) {
+// A decode's options: its limits, and the class codecs as they are now (kept while it runs).
+struct decode_setup {
+  decode_setup(std::size_t max_depth, std::size_t max_elements, std::size_t max_references,
+               std::size_t max_string_bytes)
+      : classes(state::get().classes) {
+    opt.max_depth = max_depth;
+    opt.max_elements = max_elements;
+    opt.max_references = max_references;
+    opt.max_string_bytes = max_string_bytes;
+    opt.classes = classes.get();
+  }
+  decode_setup(const decode_setup&) = delete;
+  decode_setup& operator=(const decode_setup&) = delete;
+  std::shared_ptr<const amf::class_registry> classes;
   amf::decode_options opt;
-  opt.max_depth = max_depth;
-  opt.max_elements = max_elements;
-  opt.max_references = max_references;
-  opt.max_string_bytes = max_string_bytes;
-  return opt;
-}
+};
 
 template <class F>
 void decode_with_gil_released(std::size_t size, F&& f) {
@@ -118,7 +127,8 @@ void decode_with_gil_released(std::size_t size, F&& f) {
 py::object loads(py::handle data, bool amf3, std::size_t max_depth, std::size_t max_elements,
                  std::size_t max_references, std::size_t max_string_bytes) {
   input in(data);
-  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  const decode_setup setup(max_depth, max_elements, max_references, max_string_bytes);
+  const amf::decode_options& opt = setup.opt;
   amf::document doc;
   amf::decode_error ec;
   amf::value v;
@@ -135,7 +145,8 @@ py::object loads(py::handle data, bool amf3, std::size_t max_depth, std::size_t 
 py::list loads_all(py::handle data, bool amf3, std::size_t max_depth, std::size_t max_elements,
                    std::size_t max_references, std::size_t max_string_bytes) {
   input in(data);
-  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  const decode_setup setup(max_depth, max_elements, max_references, max_string_bytes);
+  const amf::decode_options& opt = setup.opt;
   amf::document doc;
   amf::decode_error ec;
   std::vector<amf::value> values;
@@ -230,7 +241,8 @@ std::tuple<int, std::vector<header_tuple>, std::vector<body_tuple>> decode_packe
     py::handle data, std::size_t max_depth, std::size_t max_elements, std::size_t max_references,
     std::size_t max_string_bytes) {
   input in(data);
-  const amf::decode_options opt = limits(max_depth, max_elements, max_references, max_string_bytes);
+  const decode_setup setup(max_depth, max_elements, max_references, max_string_bytes);
+  const amf::decode_options& opt = setup.opt;
   amf::document doc;
   amf::decode_error ec;
   amf::packet p(doc.resource());
@@ -290,22 +302,57 @@ py::bytes encode_packet(int version,
   return {out.data(), out.size()};
 }
 
+// One IDataInput call of a layout: a kind's name, or (kind, length) for "utf_bytes",
+// (kind, length, charset) for "multi_byte".
+amf::op_spec op_of(py::handle item) {
+  using op = amf::external_op;
+  if (py::isinstance<py::str>(item)) {  // a call of a fixed size (or an object)
+    const auto kind = call_kind(item.cast<std::string>());
+    if (!kind || *kind == op::utf_bytes || *kind == op::multi_byte)
+      throw py::value_error("externalizable: no IDataInput call " +
+                            py::repr(item).cast<std::string>());
+    return {*kind};
+  }
+  const auto t = item.cast<py::tuple>();
+  const std::string kind = t.empty() ? "" : t[0].cast<std::string>();
+  if (kind == "utf_bytes" && t.size() == 2) return {op::utf_bytes, t[1].cast<std::uint32_t>()};
+  if (kind == "multi_byte" && t.size() == 3)
+    return {op::multi_byte, t[1].cast<std::uint32_t>(), t[2].cast<std::string>()};
+  throw py::value_error("externalizable: no IDataInput call " + py::repr(item).cast<std::string>() +
+                        " (a kind, (\"utf_bytes\", length) or (\"multi_byte\", length, charset))");
+}
+
+// The built-in codecs, and those of the classes registered with a layout.
+void rebuild_classes(state& st) {
+  auto classes = std::make_shared<amf::class_registry>(amf::class_registry::builtin());
+  for (const auto& [type, r] : st.by_type)
+    if (r.layout) classes->add(r.alias, amf::ops_codec(*r.layout));
+  st.classes = std::move(classes);
+}
+
 void register_class(py::type cls, const std::string& alias, std::vector<std::string> sealed,
-                    bool dynamic) {
+                    bool dynamic, std::optional<std::vector<py::object>> externalizable) {
   if (alias.empty()) throw py::value_error("a class alias is not empty");
-  state& st = state::get();
-  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-  if (auto old = st.by_alias.find(alias); old != st.by_alias.end()) st.by_type.erase(old->second);
-  if (auto old = st.by_type.find(type); old != st.by_type.end())
-    st.by_alias.erase(old->second.alias);
   std::vector<py::object> names;
   for (const auto& name : sealed) {
     PyObject* interned = PyUnicode_InternFromString(name.c_str());
     if (interned == nullptr) throw py::error_already_set();
     names.push_back(py::reinterpret_steal<py::object>(interned));
   }
-  st.by_type[type] = {cls, alias, std::move(sealed), std::move(names), dynamic};
+  std::optional<std::vector<amf::op_spec>> layout;
+  if (externalizable) {
+    layout.emplace();
+    for (const auto& item : *externalizable) layout->push_back(op_of(item));
+  }
+  // (Only now: a registration refused above leaves the registry as it was.)
+  state& st = state::get();
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  if (auto old = st.by_alias.find(alias); old != st.by_alias.end()) st.by_type.erase(old->second);
+  if (auto old = st.by_type.find(type); old != st.by_type.end())
+    st.by_alias.erase(old->second.alias);
+  st.by_type[type] = {cls, alias, std::move(sealed), std::move(names), dynamic, std::move(layout)};
   st.by_alias[alias] = type;
+  rebuild_classes(st);
 }
 
 void unregister_class(const std::string& alias) {
@@ -314,6 +361,7 @@ void unregister_class(const std::string& alias) {
   if (it == st.by_alias.end()) throw py::key_error(alias);
   st.by_type.erase(it->second);
   st.by_alias.erase(it);
+  rebuild_classes(st);
 }
 
 }  // namespace
@@ -344,7 +392,7 @@ PYBIND11_MODULE(_amfgate, m) {
         py::arg("encoders") = py::none(), py::arg("timezone_offset") = py::none(),
         py::arg("max_depth") = d.max_depth);
   m.def("register_class", &register_class, py::arg("cls"), py::arg("alias"), py::arg("sealed"),
-        py::arg("dynamic"));
+        py::arg("dynamic"), py::arg("externalizable") = py::none());
   m.def("unregister_class", &unregister_class, py::arg("alias"));
   m.def("loads_all", &loads_all, py::arg("data"), py::kw_only(), py::arg("amf3") = true,
         py::arg("max_depth") = d.max_depth, py::arg("max_elements") = d.max_elements,

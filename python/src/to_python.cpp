@@ -310,6 +310,7 @@ class converter {
       remember(&e, o);
       return o;
     }
+    if (e.layout == amf::external_node::form::ops) return read_by_class(e);
     if (e.layout != amf::external_node::form::single)
       raise_decode_error("an externalizable " + std::string(alias) + " with no Python form",
                          "unknown_externalizable", -1);
@@ -335,6 +336,40 @@ class converter {
                          "bad_external", -1);
     proxy.attr("update")(inner);
     return proxy;
+  }
+
+  // An object of a class registered with its layout: a new instance, whose __readamf__ reads
+  // what the codec read, call by call (amfgate._types._Input).
+  py::object read_by_class(const amf::external_node& e) {
+    using op = amf::external_op;
+    const std::string alias(e.cls->alias);
+    const auto type = st_.by_alias.find(alias);
+    if (type == st_.by_alias.end() || !st_.by_type.at(type->second).layout)
+      raise_decode_error("an externalizable " + alias + " with no Python form",
+                         "unknown_externalizable", -1);
+    const py::object cls = st_.by_type.at(type->second).cls;
+    py::object obj = cls.attr("__new__")(cls);
+    seen_[&e] = obj;  // (its payload may refer to it)
+    py::list calls;
+    for (const auto& o : e.ops) {
+      py::object arg;
+      switch (o.kind) {
+        case op::boolean:
+          arg = py::bool_(o.val.as_bool());
+          break;
+        case op::utf:
+        case op::utf_bytes:
+        case op::multi_byte:
+          arg = text(o.val.as_string());
+          break;
+        default:
+          arg = convert(o.val);  // numbers, and readObject's value
+      }
+      const std::string_view name = call_names[o.kind];
+      calls.append(py::make_tuple(py::str(name.data(), name.size()), std::move(arg)));
+    }
+    obj.attr("__readamf__")(st_.data_input(py::str(alias), std::move(calls)));
+    return obj;
   }
 
   amf::document& doc_;

@@ -402,3 +402,72 @@ def test_an_external_refuses_what_it_cannot_write():
     with pytest.raises(TypeError):
         amfgate.External("")
 
+
+
+class Spot:
+    """An IExternalizable class of the application's: x, y, a label, and another object."""
+
+    def __init__(self, x=0, y=0.0, label="", other=None):
+        self.x, self.y, self.label, self.other = x, y, label, other
+
+    def __writeamf__(self, output):
+        output.writeInt(self.x)
+        output.writeDouble(self.y)
+        output.writeUTF(self.label)
+        output.writeObject(self.other)
+
+    def __readamf__(self, input):
+        self.x, self.y = input.readInt(), input.readDouble()
+        self.label, self.other = input.readUTF(), input.readObject()
+
+
+@pytest.fixture
+def point():
+    amfgate.register_class(Spot, "com.example.Spot", externalizable=["int", "double", "utf", "object"])
+    yield Spot
+    amfgate.unregister_class("com.example.Spot")
+
+
+def test_an_externalizable_class_both_ways(point):
+    a = point(1, 2.5, "a")
+    b = point(2, 3.5, "b", a)
+    a.other = b  # a cycle through both payloads
+    by_hand = amfgate.External("com.example.Spot")
+    by_hand.writeInt(7)
+    by_hand.writeDouble(0.5)
+    by_hand.writeUTF("z")
+    by_hand.writeObject([1])
+    assert amfgate.dumps(point(7, 0.5, "z", [1])) == amfgate.dumps(by_hand)
+    for amf3 in (True, False):
+        back = amfgate.loads(amfgate.dumps([a, b, {"p": a}], amf3=amf3), amf3=amf3)
+        assert isinstance(back[0], point) and (back[0].x, back[0].y, back[0].label) == (1, 2.5, "a")
+        assert back[0].other is back[1] and back[1].other is back[0] and back[2]["p"] is back[0]
+    # Large enough to decode with the GIL released: the codec reads the layout there too.
+    many = [point(i, i / 2, str(i)) for i in range(2000)]
+    assert [p.label for p in amfgate.loads(amfgate.dumps(many))] == [str(i) for i in range(2000)]
+
+
+def test_an_externalizable_class_that_reads_against_its_layout_is_a_decode_error(point):
+    data = amfgate.dumps(point(1, 2.5, "a"))
+
+    class Wrong(Spot):
+        def __readamf__(self, input):
+            input.readUTF()
+
+    amfgate.register_class(Wrong, "com.example.Spot", externalizable=["int", "double", "utf", "object"])
+    with pytest.raises(amfgate.DecodeError, match="read utf where its layout has int") as err:
+        amfgate.loads(data)
+    assert err.value.reason == "bad_external"
+    amfgate.register_class(Spot, "com.example.Spot", externalizable=["int", "utf"])
+    with pytest.raises(amfgate.DecodeError):  # the bytes of a double read as a string
+        amfgate.loads(data)
+    amfgate.unregister_class("com.example.Spot")
+    with pytest.raises(amfgate.DecodeError) as err:
+        amfgate.loads(data)
+    assert err.value.reason == "unknown_externalizable"
+    amfgate.register_class(Spot, "com.example.Spot", externalizable=[])  # (for the fixture)
+    with pytest.raises(ValueError, match="no IDataInput call 'long'"):
+        amfgate.register_class(Spot, "x.Y", externalizable=["long"])
+    with pytest.raises(TypeError, match="__readamf__"):
+        amfgate.register_class(type("W", (), {"__writeamf__": lambda s, o: None}), "x.W",
+                               externalizable=[])
