@@ -313,11 +313,17 @@ amf::op_spec op_of(py::handle item) {
                             py::repr(item).cast<std::string>());
     return {*kind};
   }
-  const auto t = item.cast<py::tuple>();
-  const std::string kind = t.empty() ? "" : t[0].cast<std::string>();
-  if (kind == "utf_bytes" && t.size() == 2) return {op::utf_bytes, t[1].cast<std::uint32_t>()};
-  if (kind == "multi_byte" && t.size() == 3)
-    return {op::multi_byte, t[1].cast<std::uint32_t>(), t[2].cast<std::string>()};
+  if (py::isinstance<py::tuple>(item) || py::isinstance<py::list>(item)) {
+    try {
+      const auto t = item.cast<py::tuple>();
+      const std::string kind = t.empty() ? "" : t[0].cast<std::string>();
+      if (kind == "utf_bytes" && t.size() == 2) return {op::utf_bytes, t[1].cast<std::uint32_t>()};
+      if (kind == "multi_byte" && t.size() == 3)
+        return {op::multi_byte, t[1].cast<std::uint32_t>(), t[2].cast<std::string>()};
+    } catch (const py::cast_error&) {
+      // (a length or charset of another type: said below)
+    }
+  }
   throw py::value_error("externalizable: no IDataInput call " + py::repr(item).cast<std::string>() +
                         " (a kind, (\"utf_bytes\", length) or (\"multi_byte\", length, charset))");
 }

@@ -468,6 +468,9 @@ def test_an_externalizable_class_that_reads_against_its_layout_is_a_decode_error
     amfgate.register_class(Spot, "com.example.Spot", externalizable=[])  # (for the fixture)
     with pytest.raises(ValueError, match="no IDataInput call 'long'"):
         amfgate.register_class(Spot, "x.Y", externalizable=["long"])
+    for bad in (5, ("utf_bytes", "three"), ("multi_byte", 3)):
+        with pytest.raises(ValueError, match="no IDataInput call"):
+            amfgate.register_class(Spot, "x.Y", externalizable=[bad])
     with pytest.raises(TypeError, match="__readamf__"):
         amfgate.register_class(type("W", (), {"__writeamf__": lambda s, o: None}), "x.W",
                                externalizable=[])
