@@ -6,7 +6,7 @@ import datetime
 import math
 import struct
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import amfgate
@@ -137,3 +137,36 @@ def test_an_external_writes_what_actionscript_writes(calls):
         getattr(e, name)(*args)
     traits = b"\x0a\x07\x07a.B"  # an object, externalizable traits inline, its alias
     assert amfgate.dumps(e) == traits + b"".join(expected for _, _, expected in calls)
+
+
+class _Layout:
+    """An externalizable class that reads one call of every kind its layout has."""
+
+    layout = ["boolean", "byte", "unsigned_short", "int", "unsigned_int", "float", "double", "utf",
+              ("utf_bytes", 3), ("multi_byte", 2, "latin1"), "object"]
+
+    def __writeamf__(self, output):
+        raise AssertionError("only read here")
+
+    def __readamf__(self, input):
+        self.read = [input.readBoolean(), input.readByte(), input.readUnsignedShort(),
+                     input.readInt(), input.readUnsignedInt(), input.readFloat(), input.readDouble(),
+                     input.readUTF(), input.readUTFBytes(3), input.readMultiByte(2, "latin1"),
+                     input.readObject()]
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=120))
+@example(bytes.fromhex("01" "ff" "0001" "00000002" "00000003" "3f800000" "3ff0000000000000"
+                       "000161" "616263" "e9e9" "01"))  # one that reads
+def test_a_registered_layout_reads_any_bytes_or_says_why(payload):
+    amfgate.register_class(_Layout, "a.L", externalizable=_Layout.layout)
+    try:
+        got = amfgate.loads(b"\x0a\x07\x07a.L" + payload)
+        assert isinstance(got, _Layout) and len(got.read) == len(_Layout.layout)
+        assert [type(v) for v in got.read[:10]] == [bool, int, int, int, int, float, float, str,
+                                                    str, str]
+    except amfgate.DecodeError as e:
+        assert e.reason
+    finally:
+        amfgate.unregister_class("a.L")
