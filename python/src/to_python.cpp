@@ -310,7 +310,13 @@ class converter {
       remember(&e, o);
       return o;
     }
-    if (e.layout == amf::external_node::form::ops) return read_by_class(e);
+    if (e.layout == amf::external_node::form::ops) {
+      const auto type = st_.by_alias.find(std::string(alias));
+      if (type != st_.by_alias.end()) {
+        const state::registered& r = st_.by_type.at(type->second);
+        if (r.layout) return read_by_class(e, r.cls);
+      }
+    }
     if (e.layout != amf::external_node::form::single)
       raise_decode_error("an externalizable " + std::string(alias) + " with no Python form",
                          "unknown_externalizable", -1);
@@ -340,14 +346,8 @@ class converter {
 
   // An object of a class registered with its layout: a new instance, whose __readamf__ reads
   // what the codec read, call by call (amfgate._types._Input).
-  py::object read_by_class(const amf::external_node& e) {
+  py::object read_by_class(const amf::external_node& e, const py::object& cls) {
     using op = amf::external_op;
-    const std::string alias(e.cls->alias);
-    const auto type = st_.by_alias.find(alias);
-    if (type == st_.by_alias.end() || !st_.by_type.at(type->second).layout)
-      raise_decode_error("an externalizable " + alias + " with no Python form",
-                         "unknown_externalizable", -1);
-    const py::object cls = st_.by_type.at(type->second).cls;
     py::object obj = cls.attr("__new__")(cls);
     seen_[&e] = obj;  // (its payload may refer to it)
     py::list calls;
@@ -368,7 +368,8 @@ class converter {
       const std::string_view name = call_names[o.kind];
       calls.append(py::make_tuple(py::str(name.data(), name.size()), std::move(arg)));
     }
-    obj.attr("__readamf__")(st_.data_input(py::str(alias), std::move(calls)));
+    const std::string_view alias = e.cls->alias;
+    obj.attr("__readamf__")(st_.data_input(py::str(alias.data(), alias.size()), std::move(calls)));
     return obj;
   }
 
