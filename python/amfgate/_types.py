@@ -189,14 +189,12 @@ class _Input:
     readShort = _reads("short")
     readUnsignedShort = _reads("unsigned_short")
     readInt = _reads("int")
+    readUnsignedInt = _reads("unsigned_int")
     readFloat = _reads("float")
     readDouble = _reads("double")
     readUTF = _reads("utf")
     readObject = _reads("object")
     del _reads
-
-    def readUnsignedInt(self):  # (the codec holds it as a double: 32 bits do not fit an int)
-        return int(self._next("unsigned_int"))
 
     def readUTFBytes(self, length):  # noqa: ARG002 (the layout gave the length)
         return self._next("utf_bytes")

@@ -357,6 +357,9 @@ class converter {
         case op::boolean:
           arg = py::bool_(o.val.as_bool());
           break;
+        case op::unsigned_int:  // (held as a double: 32 bits do not fit an AMF integer)
+          arg = steal(PyLong_FromUnsignedLong(static_cast<std::uint32_t>(o.val.to_double())));
+          break;
         case op::utf:
         case op::utf_bytes:
         case op::multi_byte:
