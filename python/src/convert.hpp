@@ -124,9 +124,9 @@ class from_python {
   encode_options opt_;
   pointer_map<amf::value> seen_;  ///< objects with identity, by address
   std::vector<step> path_;
-  PyObject* standing_in_ = nullptr;  ///< what default() returned, while it converts
-  PyObject* original_ = nullptr;     ///< the object it stands for
-  std::vector<py::object> keep_;     ///< what the graph views, held until it is written
+  PyObject* standing_in_ = nullptr;    ///< what default() returned, while it converts
+  PyObject* original_ = nullptr;       ///< the object it stands for
+  std::pmr::vector<py::object> keep_;  ///< what the graph views, held until it is written
   std::unordered_map<std::string, const amf::traits*> traits_;  ///< by alias
 };
 

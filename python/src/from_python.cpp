@@ -34,7 +34,8 @@ bool is_instance(py::handle obj, const py::object& type) {
 
 }  // namespace
 
-from_python::from_python(amf::document& doc, const encode_options& opt) : doc_(doc), opt_(opt) {
+from_python::from_python(amf::document& doc, const encode_options& opt)
+    : doc_(doc), opt_(opt), seen_(doc.resource()), keep_(doc.resource()) {
   if (PyDateTimeAPI == nullptr) PyDateTime_IMPORT;  // the C API is per translation unit
 }
 

@@ -53,7 +53,7 @@ bool is_index(std::string_view s) {
 
 class converter {
  public:
-  explicit converter(amf::document& doc) : doc_(doc), st_(state::get()) {
+  explicit converter(amf::document& doc) : doc_(doc), st_(state::get()), seen_(doc.resource()) {
     if (PyDateTimeAPI == nullptr) PyDateTime_IMPORT;  // the C API is per translation unit
   }
 
