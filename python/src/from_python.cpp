@@ -46,6 +46,7 @@ amf::value from_python::convert(py::handle obj) {
   if (t == &PyBool_Type) return amf::value::boolean(o == Py_True);
   if (t == &PyFloat_Type) return amf::value::number(PyFloat_AS_DOUBLE(o));
   if (t == &PyUnicode_Type) return amf::value::string(text(obj));
+  if (t == &PyLong_Type) return scalar_or_node(obj);  // a value, never in seen_
   if (amf::value* known = seen_.find(o)) return *known;
   if (t == &PyList_Type || t == &PyTuple_Type || t == &PyDict_Type) {  // not a subclass of ours
     if (path_.size() >= opt_.max_depth) too_deep();
