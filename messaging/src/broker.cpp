@@ -178,6 +178,7 @@ struct broker::destination {
   // What Consumers receive, against throttle_outbound (under the broker's mutex).
   enum class outbound { buffer, conflate, ignore } policy = outbound::buffer;
   std::uint64_t passed = 0;
+  std::uint64_t examined = 0;  ///< messages polls looked at to choose what to deliver
   std::uint64_t resumed = 0;
   std::uint64_t timed_out = 0;
 
@@ -1165,19 +1166,36 @@ std::uint64_t broker::read_subscription(
   const std::size_t may = rate == 0 ? max : static_cast<std::size_t>(s.outbound.tokens);
   const auto from = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - d.first_index());
   // Under "conflate", the newest message of each subtopic of those that wait: the others
-  // are passed. (Allocates only then; bounded by the destination's retention.)
-  std::unordered_map<std::string_view, std::uint64_t> newest;
-  if (d.policy == destination::outbound::conflate) {
-    for (auto m = from; m != d.log.end(); ++m) {
-      if ((*m)->expires >= now && selects(s, **m)) newest[(*m)->subtopic] = (*m)->index;
+  // are passed. What came since the last poll is added to what that poll found.
+  const bool conflating = d.policy == destination::outbound::conflate;
+  auto& newest = s.conflated.newest;
+  if (conflating) {
+    if (s.conflated.at != s.cursor || s.conflated.scanned < s.cursor) {
+      newest.clear();
+      s.conflated.scanned = s.cursor;
     }
+    const auto first = d.first_index();
+    for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(s.conflated.scanned - first);
+         m != d.log.end(); ++m) {
+      ++d.examined;
+      if ((*m)->expires < now || !selects(s, **m)) continue;
+      const std::string_view subtopic = (*m)->subtopic;
+      if (auto n = newest.find(subtopic); n != newest.end()) {
+        n->second = (*m)->index;
+      } else {
+        newest.emplace(subtopic, (*m)->index);
+      }
+    }
+    s.conflated.scanned = d.next_index;
   }
   std::size_t taken = 0;
   std::uint64_t end = s.cursor;  // past what it examined
   for (auto m = from; m != d.log.end() && taken < max; ++m) {
     const stored& message = **m;
+    ++d.examined;
+    const auto n = conflating ? newest.find(message.subtopic) : newest.end();
     if (message.expires >= now && selects(s, message)) {
-      if (!newest.empty() && newest.find(message.subtopic)->second != message.index) {
+      if (n != newest.end() && n->second != message.index) {
         ++d.passed;  // a newer one of its subtopic waits
       } else if (taken >= may && d.policy != destination::outbound::ignore) {
         // Held back until its next token: (tokens - taken) is what is left of one.
@@ -1194,8 +1212,10 @@ std::uint64_t broker::read_subscription(
         ++taken;
       }
     }
+    if (n != newest.end() && n->second == message.index) newest.erase(n);  // read past it
     end = message.index + 1;
   }
+  s.conflated.at = end;
   return end;
 }
 
@@ -1601,8 +1621,8 @@ broker::stats broker::snapshot() const {
   out.streams = streams_;
   for (const auto& [name, d] : destinations_) {
     out.destinations.push_back({name, d->published, d->delivered, d->dropped, d->throttled,
-                                d->passed, d->resumed, d->timed_out, d->subscribers.size(),
-                                d->log.size(), d->bytes});
+                                d->passed, d->examined, d->resumed, d->timed_out,
+                                d->subscribers.size(), d->log.size(), d->bytes});
   }
   return out;
 }

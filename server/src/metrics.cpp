@@ -142,6 +142,10 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
                   "destination's throttle_outbound: past its frequency (policy ignore), or "
                   "superseded by a newer message of their subtopic (conflate).",
                   [](const destination& d) { return d.passed; });
+  per_destination("amfgate_messaging_examined_total", "counter",
+                  "Messages polls looked at to choose what to deliver: about one per message "
+                  "and subscription that reads it, above that only as selectors skip them.",
+                  [](const destination& d) { return d.examined; });
   per_destination("amfgate_messaging_resumed_total", "counter",
                   "Subscriptions a resubscribe continued from where they stopped "
                   "(resume_window).",

@@ -218,6 +218,73 @@ TEST(MessagingState, AReplyNotWrittenRewindsItsCursors) {
   EXPECT_EQ(told.lost.at("sub"), 2u);
 }
 
+// A destination that conflates, with subtopics: "latest".
+config::messaging_settings latest_only() {
+  config::messaging_settings cfg;
+  auto& d = cfg.destinations["latest"];
+  d.allow_subtopics = true;
+  d.throttle_outbound.policy = "conflate";
+  return cfg;
+}
+
+std::uint64_t examined(const broker& m) {
+  return m.snapshot().destinations.at(0).examined;
+}
+
+// The indexes in the log of what a batch delivers.
+std::vector<std::uint64_t> indexes(const broker::batch& b) {
+  std::vector<std::uint64_t> out;
+  for (const auto& d : b.messages) out.push_back(d.message->index);
+  return out;
+}
+
+// Under "conflate" a poll looked at everything that waited to find the newest of each
+// subtopic, on every publish that woke it: held back by a frequency, with the retention's
+// 1,000 waiting, each publish cost 1,000 steps under the broker's lock for each parked poll.
+// Each message is now looked at about once for each subscription.
+TEST(MessagingState, AConflatedPollHeldBackLooksAtEachMessageOnce) {
+  broker m(latest_only());
+  m.subscribe("client", "sub", "latest", "prices.*", "", 1, nullptr, {});  // 1 a second
+  m.publish("latest", amf::value::number(-1), "prices.first");
+  ASSERT_EQ(m.poll("client", "", {}).messages.size(), 1u);  // the second's token
+  const std::uint64_t before = examined(m);
+  constexpr int published = 400;
+  std::size_t delivered = 0;
+  for (int i = 0; i < published; ++i) {  // each of its own subtopic: none supersedes another
+    m.publish("latest", amf::value::number(i), "prices." + std::to_string(i));
+    const broker::batch b = m.poll("client", "", {});
+    delivered += b.messages.size();  // (one a second, as tokens come)
+    if (b.messages.empty()) {
+      EXPECT_NE(b.due, std::chrono::steady_clock::time_point::max());
+    }
+  }
+  // Once when it came, and once by each poll at the one held back: not 400 * 401 / 2.
+  EXPECT_LE(examined(m) - before, 2u * published + delivered);
+  EXPECT_EQ(m.snapshot().destinations.at(0).passed, 0u);
+}
+
+// The newest of each subtopic, across polls and after a rewind: what a poll found is kept
+// for the next, and built again when the cursor moves back.
+TEST(MessagingState, ConflationKeepsTheNewestOfEachSubtopicAcrossPollsAndRewinds) {
+  broker m(latest_only());
+  boost::asio::io_context io;
+  m.subscribe("client", "sub", "latest", "prices.*", "", 0, nullptr, {});
+  m.publish("latest", amf::value::number(0), "prices.a");
+  m.publish("latest", amf::value::number(1), "prices.b");
+  m.publish("latest", amf::value::number(2), "prices.a");
+  const broker::batch first = m.poll("client", "", {});
+  EXPECT_EQ(indexes(first), (std::vector<std::uint64_t>{1, 2}));
+  boost::asio::co_spawn(io, m.rewind("client", first.cursors), boost::asio::detached);
+  io.run();
+  m.publish("latest", amf::value::number(3), "prices.b");
+  EXPECT_EQ(indexes(m.poll("client", "", {})), (std::vector<std::uint64_t>{2, 3}));
+  m.publish("latest", amf::value::number(4), "prices.b");
+  m.publish("latest", amf::value::number(5), "prices.c");
+  m.publish("latest", amf::value::number(6), "prices.b");
+  EXPECT_EQ(indexes(m.poll("client", "", {})), (std::vector<std::uint64_t>{5, 6}));
+  EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
+}
+
 // A batch holds at most the bytes a reply may carry; a message larger than that alone is lost.
 TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
   broker m(news_only());

@@ -181,6 +181,9 @@ class broker final : public services::publisher {
     /// Passed by a subscription without being delivered: past its frequency (policy
     /// "ignore"), or superseded by a newer message of its subtopic ("conflate").
     std::uint64_t passed = 0;
+    /// Messages polls looked at to choose what to deliver: each about once per subscription
+    /// that reads it, whatever the policy, and however often what waits is polled.
+    std::uint64_t examined = 0;
     std::uint64_t resumed = 0;    ///< subscriptions a resubscribe continued from their cursor
     std::uint64_t timed_out = 0;  ///< subscriptions ended by subscription_timeout
     std::size_t subscriptions = 0, kept = 0, kept_bytes = 0;
@@ -338,6 +341,15 @@ class broker final : public services::publisher {
   stats snapshot() const;
 
  private:
+  // Looked up by id on every poll and for every subscriber of every message: hashed.
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept {
+      return std::hash<std::string_view>{}(id);
+    }
+  };
+  template <class T>
+  using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   struct filter {
     std::string subtopic;  ///< empty: messages without a subtopic only
     selector sel;
@@ -362,6 +374,14 @@ class broker final : public services::publisher {
       double tokens = 0;
       std::chrono::steady_clock::time_point last;
     } outbound;
+    /// Under "conflate": by subtopic, the index of the newest message this subscription
+    /// selects of those from its cursor to `scanned`, so that a poll examines each message
+    /// once and not all that wait. Valid while the cursor is `at`: moved by anything else
+    /// (a rewind, a resume, a stream, retention), it is built again.
+    struct {
+      by_id<std::uint64_t> newest;
+      std::uint64_t at = 0, scanned = 0;
+    } conflated;
   };
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
@@ -478,15 +498,6 @@ class broker final : public services::publisher {
   config::messaging_settings cfg_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<destination>, std::less<>> destinations_;
-  // Looked up by id on every poll and for every subscriber of every message: hashed.
-  struct id_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view id) const noexcept {
-      return std::hash<std::string_view>{}(id);
-    }
-  };
-  template <class T>
-  using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
   by_id<resumable> resumable_;  ///< at most max_subscriptions, expired by `sweep`
