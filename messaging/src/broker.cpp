@@ -1179,11 +1179,15 @@ std::uint64_t broker::read_subscription(
          m != d.log.end(); ++m) {
       ++d.examined;
       if ((*m)->expires < now || !selects(s, **m)) continue;
+      // The key views the newest's own subtopic: an older message may leave the log first.
       const std::string_view subtopic = (*m)->subtopic;
-      if (auto n = newest.find(subtopic); n != newest.end()) {
-        n->second = (*m)->index;
-      } else {
+      if (auto n = newest.find(subtopic); n == newest.end()) {
         newest.emplace(subtopic, (*m)->index);
+      } else {
+        auto entry = newest.extract(n);
+        entry.key() = subtopic;
+        entry.mapped() = (*m)->index;
+        newest.insert(std::move(entry));
       }
     }
     s.conflated.scanned = d.next_index;

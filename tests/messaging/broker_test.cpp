@@ -285,6 +285,33 @@ TEST(MessagingState, ConflationKeepsTheNewestOfEachSubtopicAcrossPollsAndRewinds
   EXPECT_TRUE(m.poll("client", "", {}).messages.empty());
 }
 
+// What a conflating subscription keeps between polls names messages the log still holds:
+// passed ones may leave it (retention) while the newest of their subtopic waits.
+TEST(MessagingState, ConflationOutlivesWhatTheLogDrops) {
+  config::messaging_settings cfg = latest_only();
+  cfg.destinations["latest"].max_messages = 3;
+  broker m(cfg);
+  m.subscribe("client", "sub", "latest", "prices.*", "", 1, nullptr, {});  // 1 a second
+  m.publish("latest", amf::value::number(0), "prices.x");
+  ASSERT_EQ(indexes(m.poll("client", "", {})), std::vector<std::uint64_t>{0});  // its token
+  m.publish("latest", amf::value::number(1), "prices.a");
+  m.publish("latest", amf::value::number(2), "prices.a");
+  const broker::batch held = m.poll("client", "", {});  // 1 passed, 2 held back (or due)
+  m.publish("latest", amf::value::number(3), "prices.b");
+  m.publish("latest", amf::value::number(4), "prices.c");  // 0 and 1 leave the log
+  std::vector<std::uint64_t> got = indexes(held);
+  for (int polls = 0; got.size() < 3 && polls < 50; ++polls) {
+    const broker::batch b = m.poll("client", "", {});
+    for (auto i : indexes(b)) got.push_back(i);
+    if (b.messages.empty()) {
+      ASSERT_NE(b.due, std::chrono::steady_clock::time_point::max()) << "nothing held back";
+      std::this_thread::sleep_until(b.due);
+    }
+  }
+  EXPECT_EQ(got, (std::vector<std::uint64_t>{2, 3, 4}));
+  EXPECT_TRUE(m.poll("client", "", {}).lost.empty());
+}
+
 // A batch holds at most the bytes a reply may carry; a message larger than that alone is lost.
 TEST(MessagingState, ABatchHoldsWhatAReplyMayCarry) {
   broker m(news_only());

@@ -341,15 +341,6 @@ class broker final : public services::publisher {
   stats snapshot() const;
 
  private:
-  // Looked up by id on every poll and for every subscriber of every message: hashed.
-  struct id_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view id) const noexcept {
-      return std::hash<std::string_view>{}(id);
-    }
-  };
-  template <class T>
-  using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   struct filter {
     std::string subtopic;  ///< empty: messages without a subtopic only
     selector sel;
@@ -377,9 +368,11 @@ class broker final : public services::publisher {
     /// Under "conflate": by subtopic, the index of the newest message this subscription
     /// selects of those from its cursor to `scanned`, so that a poll examines each message
     /// once and not all that wait. Valid while the cursor is `at`: moved by anything else
-    /// (a rewind, a resume, a stream, retention), it is built again.
+    /// (a rewind, a resume, a stream, retention), it is built again. An entry goes as the
+    /// cursor passes its message, so the keys view subtopics of messages the log still
+    /// keeps, and there are no more than waiting messages (retention bounds them).
     struct {
-      by_id<std::uint64_t> newest;
+      std::unordered_map<std::string_view, std::uint64_t> newest;
       std::uint64_t at = 0, scanned = 0;
     } conflated;
   };
@@ -498,6 +491,15 @@ class broker final : public services::publisher {
   config::messaging_settings cfg_;
   mutable std::mutex mutex_;
   std::map<std::string, std::unique_ptr<destination>, std::less<>> destinations_;
+  // Looked up by id on every poll and for every subscriber of every message: hashed.
+  struct id_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view id) const noexcept {
+      return std::hash<std::string_view>{}(id);
+    }
+  };
+  template <class T>
+  using by_id = std::unordered_map<std::string, T, id_hash, std::equal_to<>>;
   by_id<subscription> subscriptions_;
   by_id<client> clients_;
   by_id<resumable> resumable_;  ///< at most max_subscriptions, expired by `sweep`
