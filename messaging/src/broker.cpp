@@ -1166,40 +1166,17 @@ std::uint64_t broker::read_subscription(
   const std::size_t may = rate == 0 ? max : static_cast<std::size_t>(s.outbound.tokens);
   const auto from = d.log.begin() + static_cast<std::ptrdiff_t>(s.cursor - d.first_index());
   // Under "conflate", the newest message of each subtopic of those that wait: the others
-  // are passed. What came since the last poll is added to what that poll found.
-  const bool conflating = d.policy == destination::outbound::conflate;
-  auto& newest = s.conflated.newest;
-  if (conflating) {
-    if (s.conflated.at != s.cursor || s.conflated.scanned < s.cursor) {
-      newest.clear();
-      s.conflated.scanned = s.cursor;
-    }
-    const auto first = d.first_index();
-    for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(s.conflated.scanned - first);
-         m != d.log.end(); ++m) {
-      ++d.examined;
-      if ((*m)->expires < now || !selects(s, **m)) continue;
-      // The key views the newest's own subtopic: an older message may leave the log first.
-      const std::string_view subtopic = (*m)->subtopic;
-      if (auto n = newest.find(subtopic); n == newest.end()) {
-        newest.emplace(subtopic, (*m)->index);
-      } else {
-        auto entry = newest.extract(n);
-        entry.key() = subtopic;
-        entry.mapped() = (*m)->index;
-        newest.insert(std::move(entry));
-      }
-    }
-    s.conflated.scanned = d.next_index;
-  }
+  // are passed.
+  conflation* const c = d.policy == destination::outbound::conflate ? &conflated(s, now) : nullptr;
   std::size_t taken = 0;
   std::uint64_t end = s.cursor;  // past what it examined
   for (auto m = from; m != d.log.end() && taken < max; ++m) {
     const stored& message = **m;
     ++d.examined;
-    const auto n = conflating ? newest.find(message.subtopic) : newest.end();
+    const auto n = c ? c->newest.find(message.subtopic) : decltype(c->newest)::iterator{};
+    const bool has_newest = c && n != c->newest.end();
     if (message.expires >= now && selects(s, message)) {
-      if (n != newest.end() && n->second != message.index) {
+      if (has_newest && n->second != message.index) {
         ++d.passed;  // a newer one of its subtopic waits
       } else if (taken >= may && d.policy != destination::outbound::ignore) {
         // Held back until its next token: (tokens - taken) is what is left of one.
@@ -1216,11 +1193,39 @@ std::uint64_t broker::read_subscription(
         ++taken;
       }
     }
-    if (n != newest.end() && n->second == message.index) newest.erase(n);  // read past it
+    if (has_newest && n->second == message.index) c->newest.erase(n);  // read past it
     end = message.index + 1;
   }
-  s.conflated.at = end;
+  if (c) c->at = end;
   return end;
+}
+
+broker::conflation& broker::conflated(subscription& s, clock::time_point now) {
+  if (!s.conflated) s.conflated = std::make_unique<conflation>();
+  conflation& c = *s.conflated;
+  if (c.at != s.cursor || c.scanned < s.cursor) {
+    c.newest.clear();
+    c.scanned = s.cursor;
+  }
+  // What came since the last poll is added to what that poll found.
+  destination& d = *s.dest;
+  for (auto m = d.log.begin() + static_cast<std::ptrdiff_t>(c.scanned - d.first_index());
+       m != d.log.end(); ++m) {
+    ++d.examined;
+    if ((*m)->expires < now || !selects(s, **m)) continue;
+    // The key views the newest's own subtopic: an older message may leave the log first.
+    const std::string_view subtopic = (*m)->subtopic;
+    if (auto n = c.newest.find(subtopic); n == c.newest.end()) {
+      c.newest.emplace(subtopic, (*m)->index);
+    } else {
+      auto entry = c.newest.extract(n);
+      entry.key() = subtopic;
+      entry.mapped() = (*m)->index;
+      c.newest.insert(std::move(entry));
+    }
+  }
+  c.scanned = d.next_index;
+  return c;
 }
 
 boost::asio::awaitable<broker::batch> broker::async_poll(std::string_view client_id,

@@ -347,6 +347,16 @@ class broker final : public services::publisher {
   };
   struct destination;
   struct client;
+  /// Under "conflate", what a subscription keeps: by subtopic, the index of the newest
+  /// message it selects of those from its cursor to `scanned`, so that a poll examines each
+  /// message once and not all that wait. Valid while the cursor is `at`: moved by anything
+  /// else (a rewind, a resume, a stream, retention), it is built again. An entry goes as the
+  /// cursor passes its message, so the keys view subtopics of messages the log still keeps,
+  /// and there are no more than waiting messages (retention bounds them).
+  struct conflation {
+    std::unordered_map<std::string_view, std::uint64_t> newest;
+    std::uint64_t at = 0, scanned = 0;
+  };
   struct subscription {
     std::string id, client;
     destination* dest = nullptr;     ///< destinations live as long as the broker
@@ -365,16 +375,7 @@ class broker final : public services::publisher {
       double tokens = 0;
       std::chrono::steady_clock::time_point last;
     } outbound;
-    /// Under "conflate": by subtopic, the index of the newest message this subscription
-    /// selects of those from its cursor to `scanned`, so that a poll examines each message
-    /// once and not all that wait. Valid while the cursor is `at`: moved by anything else
-    /// (a rewind, a resume, a stream, retention), it is built again. An entry goes as the
-    /// cursor passes its message, so the keys view subtopics of messages the log still
-    /// keeps, and there are no more than waiting messages (retention bounds them).
-    struct {
-      std::unordered_map<std::string_view, std::uint64_t> newest;
-      std::uint64_t at = 0, scanned = 0;
-    } conflated;
+    std::unique_ptr<conflation> conflated;  ///< under "conflate" only, from its first poll
   };
   struct client {
     std::vector<subscription*> subscriptions;  ///< in subscriptions_
@@ -434,6 +435,8 @@ class broker final : public services::publisher {
   std::uint64_t read_subscription(subscription& s, batch& out, std::size_t max_bytes,
                                   std::chrono::steady_clock::time_point now,
                                   std::vector<std::pair<subscription*, std::uint64_t>>& oversized);
+  /// Under "conflate", what `s` keeps, brought up to the end of its destination's log.
+  static conflation& conflated(subscription& s, std::chrono::steady_clock::time_point now);
   /// Under the mutex, as `m` is appended: true when it is dealt with for `s` without a poll
   /// (handed over to the stream of its FlexClient, or passed as not selected).
   bool hand_over(subscription& s, const std::shared_ptr<const stored>& m, bool selected,
