@@ -144,7 +144,8 @@ std::string metrics::render(std::optional<std::size_t> sessions, const worker_po
                   [](const destination& d) { return d.passed; });
   per_destination("amfgate_messaging_examined_total", "counter",
                   "Messages polls looked at to choose what to deliver: about one per message "
-                  "and subscription that reads it, above that only as selectors skip them.",
+                  "and subscription that reads it, and one more for each poll that a "
+                  "frequency stops.",
                   [](const destination& d) { return d.examined; });
   per_destination("amfgate_messaging_resumed_total", "counter",
                   "Subscriptions a resubscribe continued from where they stopped "

@@ -182,7 +182,7 @@ class broker final : public services::publisher {
     /// "ignore"), or superseded by a newer message of its subtopic ("conflate").
     std::uint64_t passed = 0;
     /// Messages polls looked at to choose what to deliver: each about once per subscription
-    /// that reads it, whatever the policy, and however often what waits is polled.
+    /// that reads it, whatever the policy, and one more for each poll a frequency stops.
     std::uint64_t examined = 0;
     std::uint64_t resumed = 0;    ///< subscriptions a resubscribe continued from their cursor
     std::uint64_t timed_out = 0;  ///< subscriptions ended by subscription_timeout
